@@ -1,0 +1,39 @@
+"""gke-tpu-llm: one stack = one GKE cluster, its TPU slices, buckets, identity and workload.
+
+Everything numeric (node counts, TPU requests, selectors) comes from the catalog through the
+validated config; this file only wires components in dependency order and exports what a user
+needs next. The same file runs under real ``pulumi up`` and under ``python -m components plan``.
+"""
+
+import pulumi
+
+from components.config import ConfigError, load_stack_config
+from components.gke import GkeCluster
+from components.identity import WorkloadIdentity
+from components.storage import StackBucket
+from components.tpu_pool import TpuSlicePool
+
+try:
+    config = load_stack_config()
+except ConfigError as error:
+    # A clean, complete report and nothing registered.
+    raise pulumi.RunError(str(error)) from None
+
+cluster = GkeCluster(config.cluster_name, config)
+pools = [TpuSlicePool(pool, config, index=i, cluster_name=cluster.cluster_name) for i, pool in enumerate(config.pool_names())]
+buckets = {key: StackBucket(f"bucket-{key}", config, key=key) for key in config.buckets}
+identity = WorkloadIdentity(
+    "workload",
+    config,
+    provider=cluster.provider,
+    bucket_names={key: bucket.bucket_name for key, bucket in buckets.items()},
+    cluster=cluster.cluster,
+)
+
+pulumi.export("cluster_name", cluster.cluster_name)
+pulumi.export("get_credentials_command", cluster.get_credentials_command)
+pulumi.export("kubeconfig", cluster.kubeconfig)
+pulumi.export("tpu_pools", [pool.pool_name for pool in pools])
+pulumi.export("buckets", {key: bucket.url for key, bucket in buckets.items()})
+pulumi.export("namespace", identity.namespace)
+pulumi.export("service_account", identity.service_account_name)

@@ -1,0 +1,189 @@
+"""Offline CLI: ``python -m components plan STACK [--json]`` and ``render STACK [--out DIR]``.
+
+Runs the real Pulumi program under the mock engine (see ``components.engine``). A bad config exits
+2 with the full report on stderr; nothing is registered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from components import engine
+from components.config import ConfigError
+
+# Inputs worth showing per resource type in the tree (dotted paths into the wire inputs).
+KEY_INPUTS: dict[str, tuple[str, ...]] = {
+    "gcp:container/cluster:Cluster": (
+        "name",
+        "location",
+        "releaseChannel.channel",
+        "minMasterVersion",
+        "workloadIdentityConfig.workloadPool",
+        "addonsConfig",
+        "deletionProtection",
+    ),
+    "gcp:container/nodePool:NodePool": (
+        "name",
+        "nodeConfig.machineType",
+        "nodeCount",
+        "initialNodeCount",
+        "autoscaling",
+        "placementPolicy",
+        "nodeLocations",
+        "nodeConfig.spot",
+        "nodeConfig.workloadMetadataConfig.mode",
+    ),
+    "gcp:storage/bucket:Bucket": (
+        "name",
+        "location",
+        "uniformBucketLevelAccess",
+        "publicAccessPrevention",
+        "forceDestroy",
+        "versioning",
+    ),
+    "gcp:serviceaccount/account:Account": ("accountId",),
+    "gcp:serviceaccount/iAMMember:IAMMember": ("role", "member"),
+    "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", "role", "member"),
+}
+
+
+def _get(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return None
+        data = data[part]
+    return data
+
+
+def _summary(res: engine.Registration) -> str:
+    if res.type.startswith("kubernetes:") and res.custom and "metadata" in res.inputs:
+        meta = res.inputs["metadata"]
+        return f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/")
+    keys = KEY_INPUTS.get(res.type, ())
+    parts = []
+    for key in keys:
+        value = _get(res.inputs, key)
+        if value is not None:
+            parts.append(f"{key.split('.')[-1]}={json.dumps(value, separators=(',', ':'))}")
+    flags = [name for name in ("protect", "retainOnDelete", "deleteBeforeReplace") if res.options.get(name)]
+    if res.options.get("ignoreChanges"):
+        flags.append(f"ignoreChanges={','.join(res.options['ignoreChanges'])}")
+    if flags:
+        parts.append(f"[{' '.join(flags)}]")
+    return " ".join(parts)
+
+
+def print_plan(result: engine.PlanResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.tree import Tree
+
+    console = Console(width=200)
+    data = engine.plan_json(result)
+    cfg = result.config
+    title = f"[bold]{result.stack}[/] ({cfg.environment.value}) project={cfg.project} region={cfg.region}"
+    tree = Tree(title)
+    nodes: dict[str, Tree] = {}
+    by_parent: dict[str, list[engine.Registration]] = {}
+    for res in result.resources:
+        by_parent.setdefault(res.parent, []).append(res)
+    urns = {r.urn for r in result.resources}
+
+    def add(parent_tree: Tree, res: engine.Registration) -> None:
+        label = f"[cyan]{res.type}[/] [bold]{res.name}[/] {_summary(res)}"
+        node = parent_tree.add(label)
+        nodes[res.urn] = node
+        for child in by_parent.get(res.urn, []):
+            add(node, child)
+
+    for res in result.resources:
+        if res.parent not in urns:
+            add(tree, res)
+    console.print(tree)
+
+    table = Table(title="TPU slices")
+    for col in ("pool", "generation", "topology", "chips", "hosts", "machine type", "nodes", "HBM (GB)", "zone"):
+        table.add_column(col)
+    for s in data["slices"]:
+        nodes_text = str(s["hosts"]) if s["nodes_min"] == s["nodes_max"] else f"{s['nodes_min']}-{s['nodes_max']}"
+        table.add_row(
+            s["pool"],
+            s["generation"],
+            s["topology"],
+            str(s["chips"]),
+            str(s["hosts"]),
+            s["machine_type"],
+            nodes_text,
+            f"{s['hbm_gb']:.0f}",
+            s["zone"],
+        )
+    console.print(table)
+    cost = data["cost_usd_per_hour"]
+
+    def money(v: float | None) -> str:
+        return "n/a" if v is None else f"${v:,.2f}/h"
+
+    console.print(
+        f"Cost ({cost['chips']} chips, {cost['region']}): on-demand {money(cost['on_demand'])}, "
+        f"spot {money(cost['spot'])}; billed {money(cost['billed'])} — {cost['basis']}"
+    )
+    console.print(f"{len(result.resources)} resources, {len(result.manifests)} Kubernetes objects")
+
+
+def _stack_file(args: argparse.Namespace) -> engine.StackFile:
+    if args.config:
+        return engine.read_stack_file(Path(args.config))
+    if not args.stack:
+        raise SystemExit("give a STACK name or --config FILE")
+    path = engine.stack_path(args.stack)
+    if not path.exists():
+        print(f"no stack file {path}; stacks: {', '.join(engine.list_stacks())}", file=sys.stderr)
+        raise SystemExit(2)
+    return engine.read_stack_file(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m components", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in (("plan", "show what the stack would create"), ("render", "write the Kubernetes manifests")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.<stack>.yaml)")
+        p.add_argument("--config", metavar="FILE", help="run this stack file instead of a named stack")
+        if name == "plan":
+            p.add_argument("--json", action="store_true", help="print one JSON object")
+        else:
+            p.add_argument("--out", metavar="DIR", help="output directory (default manifests/STACK/)")
+            p.add_argument("--all", action="store_true", help="render every stack in stacks/")
+    args = parser.parse_args(argv)
+
+    stack_files = (
+        [engine.read_stack_file(engine.stack_path(s)) for s in engine.list_stacks()]
+        if getattr(args, "all", False)
+        else [_stack_file(args)]
+    )
+    for stack_file in stack_files:
+        try:
+            result = engine.plan(stack_file)
+        except ConfigError as error:
+            print(f"{stack_file.path}: {error}", file=sys.stderr)
+            return 2
+        if args.command == "plan":
+            if args.json:
+                print(json.dumps(engine.plan_json(result), indent=1))
+            else:
+                print_plan(result)
+        else:
+            out = Path(args.out) if args.out and not args.all else None
+            written = engine.write_manifests(result.stack, result.manifests, out)
+            where = out or engine.MANIFESTS_DIR / result.stack
+            print(f"{result.stack}: wrote {len(written)} manifest(s) to {where}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

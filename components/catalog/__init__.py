@@ -1,0 +1,1 @@
+"""Hardware and model facts as data (no Pulumi). See ``tpu`` for the TPU table."""

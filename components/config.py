@@ -1,0 +1,628 @@
+"""Typed stack configuration: the one place where settings, defaults and cross-field rules live.
+
+A stack file holds a few structured keys under the ``gke-tpu-llm:`` namespace plus ``gcp:project``
+and ``gcp:region``. ``load_stack_config`` reads them from the Pulumi runtime, validates them into
+frozen pydantic specs and raises one ``ConfigError`` listing every violation (key path, bad value,
+allowed values, fix) before any resource is registered.
+
+Hardware facts are never configured: chips, hosts, node counts, selectors and TPU requests come
+from ``components.catalog``; they are exposed here as derived properties.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from components import naming
+from components.catalog import tpu as tpu_catalog
+
+NAMESPACE = "gke-tpu-llm"
+"""Pulumi config namespace (the project name)."""
+
+
+class ConfigError(Exception):
+    """Invalid stack configuration. ``str()`` is the full, user-facing report."""
+
+    def __init__(self, violations: Sequence[Violation]):
+        self.violations = list(violations)
+        lines = [f"invalid stack configuration ({len(self.violations)} problem(s)):"]
+        lines += [f"  - {v}" for v in self.violations]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: which key, what value, what is allowed and how to fix it."""
+
+    key: str
+    value: Any
+    problem: str
+    allowed: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.value!r} {self.problem}. Allowed: {self.allowed}. Fix: {self.fix}."
+
+
+def _rule(path: str, value: Any, problem: str, allowed: str, fix: str) -> dict[str, Any]:
+    """A violation relative to the model being validated (path is dotted, in stack-file spelling)."""
+    return {"path": path, "value": value, "problem": problem, "allowed": allowed, "fix": fix}
+
+
+def _raise_rules(rules: list[dict[str, Any]]) -> None:
+    if rules:
+        raise PydanticCustomError("stack_rules", "{count} rule(s) violated", {"count": len(rules), "rules": rules})
+
+
+class Spec(BaseModel):
+    """Base of every spec: immutable, unknown keys rejected, camelCase keys as Pulumi stack files use."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=False,
+        use_attribute_docstrings=False,
+    )
+
+
+class Environment(StrEnum):
+    dev = "dev"
+    prod = "prod"
+
+
+@dataclass(frozen=True)
+class EnvironmentPolicy:
+    """What an environment means for data and replacement safety; the only place it is decided."""
+
+    protect: bool
+    """Pulumi ``protect`` on the cluster, TPU pools and buckets: deleting or replacing them fails."""
+    retain_on_delete: bool
+    """Buckets stay in the project when removed from the stack (checkpoints are never lost)."""
+    force_destroy: bool
+    """Buckets may be deleted with their objects (dev only: cheap teardown)."""
+    deletion_protection: bool
+    """GKE's own deletion protection on the cluster."""
+
+
+ENVIRONMENTS: Mapping[Environment, EnvironmentPolicy] = {
+    Environment.dev: EnvironmentPolicy(protect=False, retain_on_delete=False, force_destroy=True, deletion_protection=False),
+    Environment.prod: EnvironmentPolicy(protect=True, retain_on_delete=True, force_destroy=False, deletion_protection=True),
+}
+
+
+class SystemPoolSpec(Spec):
+    machine_type: str = Field(
+        "e2-standard-4",
+        description="CPU machine type of the system pool. Defaults to e2-standard-4 because kube-system, "
+        "controllers (LWS/JobSet/KubeRay) and small CPU servers fit in 4 vCPU/16 GiB per node.",
+    )
+    nodes_per_zone: Annotated[int, Field(ge=1, le=10)] = Field(
+        1,
+        description="Nodes per zone of the system pool. Defaults to 1 because a regional cluster already "
+        "spreads it over the region's zones.",
+    )
+    disk_size_gb: Annotated[int, Field(ge=20, le=2000)] = Field(
+        100, description="Boot disk of system nodes in GB. Defaults to 100 because GKE's default is 100."
+    )
+
+
+class ClusterSpec(Spec):
+    name: str | None = Field(
+        None,
+        description="GKE cluster name. Defaults to the stack name because one stack owns one cluster.",
+        pattern=naming.GKE_NAME_PATTERN,
+    )
+    location_type: Literal["regional", "zonal"] = Field(
+        "regional",
+        description="Regional (control plane replicated across zones) or zonal (control plane in the TPU "
+        "zone). Defaults to regional because it survives a zone outage at the same management fee.",
+    )
+    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = Field(
+        "REGULAR",
+        description="GKE release channel. Defaults to REGULAR because it carries every TPU generation in the "
+        "catalog and gets fixes before STABLE.",
+    )
+    version: str | None = Field(
+        None,
+        description="Minimum control-plane version (min_master_version). Unset uses the channel default; "
+        "when set it must be at or above the minimum of every TPU generation used.",
+        pattern=r"^\d+\.\d+(\.\d+)?(-gke\.\d+)?$",
+    )
+    deletion_protection: bool | None = Field(
+        None, description="GKE deletion protection. Defaults to the environment's policy (on in prod)."
+    )
+    system_pool: SystemPoolSpec = Field(
+        default_factory=SystemPoolSpec, description="CPU pool for kube-system, controllers and CPU servers."
+    )
+
+
+class AutoscalingSpec(Spec):
+    min_nodes: Annotated[int, Field(ge=0)] = Field(description="Total minimum nodes of the pool.")
+    max_nodes: Annotated[int, Field(ge=1)] = Field(description="Total maximum nodes of the pool.")
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> AutoscalingSpec:
+        if self.min_nodes > self.max_nodes:
+            _raise_rules(
+                [
+                    _rule(
+                        "minNodes",
+                        self.min_nodes,
+                        f"is above maxNodes ({self.max_nodes})",
+                        f"0..{self.max_nodes}",
+                        "lower minNodes or raise maxNodes",
+                    )
+                ]
+            )
+        return self
+
+
+class TpuSpec(Spec):
+    generation: str = Field(description="TPU generation from the catalog (v5e, v6e).")
+    topology: str = Field(description="Slice topology, e.g. 4x4. Must be a catalog topology of the generation.")
+    machine_type: str | None = Field(
+        None,
+        description="TPU VM machine type. Unset derives it from the topology; required only where a "
+        "topology has two VM layouts (v5e/v6e 2x4: one 8-chip VM or two 4-chip VMs).",
+    )
+    slices: Annotated[int, Field(ge=1, le=64)] = Field(
+        1, description="Number of identical slices; each is its own node pool. Defaults to 1."
+    )
+    zone: str = Field(description="Zone of the TPU pools (TPU capacity is zonal).")
+    allow_undocumented_zone: bool = Field(
+        False,
+        description="Accept a zone the catalog does not list for the generation. Off by default because "
+        "a wrong zone fails only at apply time; turn on when Google adds a zone before the catalog does.",
+    )
+    spot: bool = Field(False, description="Use Spot VMs (preemptible, cheaper). Defaults to on-demand.")
+    reservation: str | None = Field(None, description="Name of a specific reservation to consume. Unset consumes none.")
+    autoscaling: AutoscalingSpec | None = Field(
+        None,
+        description="Total min/max nodes for single-host pools. Multi-host slices are atomic and are not autoscaled here.",
+    )
+    workload_metadata: Literal["GKE_METADATA", "GCE_METADATA"] = Field(
+        "GKE_METADATA",
+        description="Node metadata mode. Defaults to GKE_METADATA because it enables Workload Identity and "
+        "hides the node's service-account credentials from pods.",
+    )
+    threads_per_core: Literal[1, 2] | None = Field(
+        None, description="SMT threads per core on the TPU VMs; unset keeps the machine default."
+    )
+    disk_size_gb: Annotated[int, Field(ge=50, le=4000)] = Field(
+        100, description="Boot disk per TPU VM in GB. Defaults to 100 because that is GKE's default."
+    )
+
+    @model_validator(mode="after")
+    def _catalog_rules(self) -> TpuSpec:
+        rules: list[dict[str, Any]] = []
+        gen = tpu_catalog.GENERATIONS.get(self.generation)
+        if gen is None:
+            _raise_rules(
+                [
+                    _rule(
+                        "generation",
+                        self.generation,
+                        "is not a TPU generation in the catalog",
+                        ", ".join(tpu_catalog.GENERATIONS),
+                        "set generation to one of the allowed values",
+                    )
+                ]
+            )
+            return self
+        if self.topology not in gen.topologies:
+            rules.append(
+                _rule(
+                    "topology",
+                    self.topology,
+                    f"is not a {gen.name} topology",
+                    ", ".join(gen.topologies),
+                    f"pick a {gen.name} topology (chips = product of the dimensions)",
+                )
+            )
+        else:
+            layouts = tpu_catalog.layouts(gen.name, self.topology)
+            machine_types = [s.machine_type for s in layouts]
+            if self.machine_type is None and len(layouts) > 1:
+                rules.append(
+                    _rule(
+                        "machineType",
+                        None,
+                        f"is required: {gen.name} {self.topology} has {len(layouts)} VM layouts",
+                        ", ".join(f"{s.machine_type} ({s.hosts} host(s))" for s in layouts),
+                        "set machineType to choose the layout",
+                    )
+                )
+            elif self.machine_type is not None and self.machine_type not in machine_types:
+                rules.append(
+                    _rule(
+                        "machineType",
+                        self.machine_type,
+                        f"does not build a {gen.name} {self.topology} slice",
+                        ", ".join(machine_types),
+                        "use a listed machine type or change the topology",
+                    )
+                )
+            elif self.autoscaling is not None:
+                tpu_slice = self._slice_or_none()
+                if tpu_slice is not None and tpu_slice.multi_host:
+                    rules.append(
+                        _rule(
+                            "autoscaling",
+                            self.autoscaling.model_dump(by_alias=True),
+                            f"is not allowed on a multi-host slice ({self.topology} = {tpu_slice.hosts} hosts, atomic)",
+                            "autoscaling only on single-host slices",
+                            "remove autoscaling or use a single-host topology",
+                        )
+                    )
+        if self.zone not in gen.zones and not self.allow_undocumented_zone:
+            rules.append(
+                _rule(
+                    "zone",
+                    self.zone,
+                    f"is not a documented {gen.name} zone",
+                    ", ".join(gen.zones),
+                    "pick a listed zone, or set allowUndocumentedZone: true if Google lists it now",
+                )
+            )
+        if self.spot and self.reservation:
+            rules.append(
+                _rule(
+                    "reservation",
+                    self.reservation,
+                    "cannot be combined with spot: true",
+                    "either spot or a reservation",
+                    "remove one of the two",
+                )
+            )
+        _raise_rules(rules)
+        return self
+
+    def _slice_or_none(self) -> tpu_catalog.TpuSlice | None:
+        return tpu_catalog.find_slice(self.generation, self.topology, self.machine_type)
+
+    @property
+    def slice(self) -> tpu_catalog.TpuSlice:
+        """The catalog slice; valid by construction once the spec is validated."""
+        found = self._slice_or_none()
+        if found is None:  # unreachable after validation; kept for type narrowing
+            raise ValueError(f"no catalog slice for {self.generation} {self.topology} {self.machine_type}")
+        return found
+
+    @property
+    def region(self) -> str:
+        return tpu_catalog.zone_region(self.zone)
+
+    @property
+    def nodes_min(self) -> int:
+        return self.autoscaling.min_nodes if self.autoscaling else self.slice.hosts
+
+    @property
+    def nodes_max(self) -> int:
+        return self.autoscaling.max_nodes if self.autoscaling else self.slice.hosts
+
+
+STORAGE_ROLES = ("roles/storage.objectViewer", "roles/storage.objectUser", "roles/storage.objectAdmin")
+
+
+class BucketSpec(Spec):
+    purpose: str = Field(description="What the bucket holds; becomes a label and documentation.")
+    holds_checkpoints: bool = Field(
+        False,
+        description="The bucket holds checkpoints or weights that are costly to recreate; turns on object "
+        "versioning so an overwrite is recoverable.",
+    )
+    force_destroy: bool | None = Field(
+        None,
+        description="Delete the bucket with its objects on teardown. Defaults to the environment's policy "
+        "(dev only); never allowed in prod.",
+    )
+    storage_class: Literal["STANDARD", "NEARLINE"] = Field(
+        "STANDARD", description="Storage class. Defaults to STANDARD because weights are read hot."
+    )
+
+
+class IdentitySpec(Spec):
+    mode: Literal["principal", "gsa"] = Field(
+        "principal",
+        description="How the Kubernetes ServiceAccount gets Google access: 'principal' grants bucket roles "
+        "directly to the KSA's principal:// identity (no Google service account to manage); 'gsa' binds the "
+        "KSA to a Google service account (roles/iam.workloadIdentityUser + KSA annotation), needed where a "
+        "workload uses the node's GCE metadata server or tools that need a service-account email.",
+    )
+    namespace: str = Field(
+        "llm",
+        pattern=naming.DNS_LABEL_PATTERN,
+        description="Namespace the workloads run in; created by the stack. Defaults to 'llm' because a "
+        "dedicated namespace makes teardown and policy scoping one object.",
+    )
+    service_account: str = Field(
+        "llm-workload",
+        pattern=naming.DNS_LABEL_PATTERN,
+        description="Kubernetes ServiceAccount name the workloads run as.",
+    )
+    bucket_roles: dict[str, Literal["roles/storage.objectViewer", "roles/storage.objectUser", "roles/storage.objectAdmin"]] = (
+        Field(
+            default_factory=dict,
+            description="Role per bucket key, scoped to that bucket (never project-wide).",
+        )
+    )
+
+
+class WorkloadKind(StrEnum):
+    jetstream_pathways = "jetstream-pathways"
+    saxml = "saxml"
+    vllm = "vllm"
+    maxtext_ray = "maxtext-ray"
+
+
+# Add-ons each workload needs; the cluster enables exactly these (one place).
+WORKLOAD_ADDONS: Mapping[WorkloadKind, frozenset[str]] = {
+    WorkloadKind.jetstream_pathways: frozenset(),
+    WorkloadKind.saxml: frozenset(),
+    WorkloadKind.vllm: frozenset({"gcsFuseCsiDriver"}),
+    WorkloadKind.maxtext_ray: frozenset({"gcsFuseCsiDriver", "rayOperator"}),
+}
+
+
+class WorkloadSpec(Spec):
+    kind: WorkloadKind = Field(description="Which serving/training system runs on the slices.")
+    model: str = Field(description="Model key (see the model catalog).")
+
+
+class StackConfig(Spec):
+    """A whole stack: ``gcp:project``/``gcp:region`` plus the ``gke-tpu-llm:*`` keys."""
+
+    stack: str = Field(description="Pulumi stack name (not set in the file; taken from the engine).")
+    project: str = Field(alias="gcp:project", pattern=naming.PROJECT_ID_PATTERN, description="GCP project id.")
+    region: str = Field(alias="gcp:region", description="GCP region of the cluster and buckets.")
+    environment: Environment = Field(Environment.dev, description="dev or prod; decides protection, retention and force-destroy.")
+    cluster: ClusterSpec = Field(default_factory=ClusterSpec, description="The GKE cluster.")
+    tpu: TpuSpec = Field(description="The TPU slices (one node pool each).")
+    buckets: dict[str, BucketSpec] = Field(default_factory=dict, description="Buckets by key.")
+    identity: IdentitySpec = Field(default_factory=IdentitySpec, description="Workload Identity.")
+    workload: WorkloadSpec = Field(description="The workload that runs on the slices.")
+
+    @model_validator(mode="after")
+    def _cross_rules(self) -> StackConfig:
+        rules: list[dict[str, Any]] = []
+        if self.tpu.region != self.region:
+            rules.append(
+                _rule(
+                    "tpu.zone",
+                    self.tpu.zone,
+                    f"is not in gcp:region {self.region}",
+                    f"zones of {self.region} where {self.tpu.generation} exists: "
+                    + (
+                        ", ".join(z for z in self.tpu.slice.generation.zones if tpu_catalog.zone_region(z) == self.region)
+                        or "none"
+                    ),
+                    "pick a zone in the region or change gcp:region",
+                )
+            )
+        gen = tpu_catalog.GENERATIONS[self.tpu.generation]
+        if self.cluster.version is not None and not tpu_catalog.gke_version_at_least(self.cluster.version, gen.min_gke_version):
+            rules.append(
+                _rule(
+                    "cluster.version",
+                    self.cluster.version,
+                    f"is below the {gen.name} minimum",
+                    f">= {gen.min_gke_version}",
+                    f"set cluster.version to {gen.min_gke_version} or newer, or unset it",
+                )
+            )
+        if self.environment is Environment.prod:
+            if self.cluster.deletion_protection is False:
+                rules.append(
+                    _rule(
+                        "cluster.deletionProtection",
+                        False,
+                        "turns off protection in prod",
+                        "true (or unset)",
+                        "remove the key; to tear down prod, first switch it off in a reviewed change",
+                    )
+                )
+            for key, bucket in self.buckets.items():
+                if bucket.force_destroy:
+                    rules.append(
+                        _rule(
+                            f"buckets.{key}.forceDestroy",
+                            True,
+                            "would delete prod data on teardown",
+                            "false (or unset)",
+                            "remove the key; prod buckets are retained",
+                        )
+                    )
+        for key in self.identity.bucket_roles:
+            if key not in self.buckets:
+                rules.append(
+                    _rule(
+                        f"identity.bucketRoles.{key}",
+                        key,
+                        "names no bucket of this stack",
+                        ", ".join(self.buckets) or "no buckets defined",
+                        "use a key under gke-tpu-llm:buckets",
+                    )
+                )
+        _raise_rules(rules)
+        return self
+
+    # ---- derived values (never configured) ----
+
+    @property
+    def policy(self) -> EnvironmentPolicy:
+        return ENVIRONMENTS[self.environment]
+
+    @property
+    def cluster_name(self) -> str:
+        return self.cluster.name or naming.gke_name(self.stack)
+
+    @property
+    def cluster_location(self) -> str:
+        return self.region if self.cluster.location_type == "regional" else self.tpu.zone
+
+    @property
+    def deletion_protection(self) -> bool:
+        dp = self.cluster.deletion_protection
+        return self.policy.deletion_protection if dp is None else dp
+
+    @property
+    def addons(self) -> frozenset[str]:
+        return WORKLOAD_ADDONS[self.workload.kind]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """GCP resource labels on everything the stack creates (teardown sweeps find them by these)."""
+        return {"app": "gke-tpu-llm", "stack": naming.label_value(self.stack), "environment": self.environment.value}
+
+    def bucket_name(self, key: str) -> str:
+        return naming.bucket_name(self.project, self.stack, key)
+
+    def bucket_force_destroy(self, key: str) -> bool:
+        fd = self.buckets[key].force_destroy
+        return self.policy.force_destroy if fd is None else fd
+
+    def pool_names(self) -> list[str]:
+        """Deterministic node-pool names, one per slice (``tpu-v6e-4x4-0``)."""
+        return [naming.node_pool_name(self.tpu.slice.key, i) for i in range(self.tpu.slices)]
+
+
+# ---- loading and error reporting ----
+
+_TOP_KEYS = {"environment", "cluster", "tpu", "buckets", "identity", "workload"}
+_GCP_KEYS = {"gcp:project", "gcp:region"}
+
+
+def _format_key(loc: Sequence[str | int]) -> str:
+    if not loc:
+        return f"{NAMESPACE}"
+    head, *rest = [str(p) for p in loc]
+    if head.startswith("gcp:"):
+        return head
+    return f"{NAMESPACE}:{head}" + "".join(f".{p}" for p in rest)
+
+
+def _model_at(loc: Sequence[str | int]) -> type[BaseModel] | None:
+    """The spec class that owns the key at ``loc`` (for listing allowed keys)."""
+    model: Any = StackConfig
+    for part in loc[:-1]:
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+            if field is None:
+                return None
+            model = field.annotation
+        # dict[str, Spec] / Spec | None: step into the value type
+        args = getattr(model, "__args__", ())
+        specs = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+        if specs:
+            model = specs[0]
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _allowed_keys(model: type[BaseModel]) -> str:
+    return ", ".join(f.alias or n for n, f in model.model_fields.items())
+
+
+def violations_from(error: ValidationError) -> list[Violation]:
+    out: list[Violation] = []
+    for err in error.errors(include_url=False):
+        loc = [p for p in err["loc"]]
+        ctx = err.get("ctx") or {}
+        if err["type"] == "stack_rules":
+            for r in ctx["rules"]:
+                out.append(
+                    Violation(_format_key([*loc, *r["path"].split(".")]), r["value"], r["problem"], r["allowed"], r["fix"])
+                )
+            continue
+        key = _format_key(loc)
+        if err["type"] == "extra_forbidden":
+            owner = _model_at(loc)
+            allowed = _allowed_keys(owner) if owner else "see the README's configuration reference"
+            out.append(Violation(key, err["input"], "is an unknown key", allowed, "remove it or fix its spelling"))
+        elif err["type"] == "missing":
+            out.append(Violation(key, None, "is required", "see the README's configuration reference", f"set {key}"))
+        elif err["type"] in ("literal_error", "enum"):
+            out.append(Violation(key, err["input"], "is not an allowed value", str(ctx.get("expected")), "use an allowed value"))
+        elif err["type"] == "string_pattern_mismatch":
+            out.append(Violation(key, err["input"], "has the wrong format", f"matches {ctx.get('pattern')}", "correct the value"))
+        else:
+            out.append(
+                Violation(
+                    key,
+                    err["input"],
+                    f"is invalid ({err['msg']})",
+                    "see the README's configuration reference",
+                    "correct the value",
+                )
+            )
+    return out
+
+
+def parse_stack_config(values: Mapping[str, Any], stack: str) -> StackConfig:
+    """Validate raw config (``{"gcp:project": ..., "tpu": {...}, ...}``); raise ConfigError with every problem."""
+    unknown = [k for k in values if k not in _TOP_KEYS and k not in _GCP_KEYS]
+    pre: list[Violation] = [
+        Violation(
+            _format_key([k]),
+            values[k],
+            "is an unknown key",
+            ", ".join(sorted(_TOP_KEYS)) + " (under gke-tpu-llm:) and gcp:project, gcp:region",
+            "remove it or fix its spelling",
+        )
+        for k in unknown
+    ]
+    data = {k: v for k, v in values.items() if k not in unknown}
+    try:
+        config = StackConfig.model_validate({"stack": stack, **data})
+    except ValidationError as exc:
+        raise ConfigError(pre + violations_from(exc)) from None
+    if pre:
+        raise ConfigError(pre)
+    return config
+
+
+def _decode(raw: Any) -> Any:
+    """Pulumi keeps structured config as JSON text; plain strings stay strings."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+def raw_config_from_runtime() -> dict[str, Any]:
+    """Every ``gke-tpu-llm:*`` key plus ``gcp:project``/``gcp:region`` from the running Pulumi program."""
+    from pulumi.runtime import config as runtime_config  # only here: config.py stays importable without an engine
+
+    merged: dict[str, Any] = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    values: dict[str, Any] = {}
+    for full_key, raw in merged.items():
+        ns, _, key = full_key.partition(":")
+        if ns == NAMESPACE:
+            values[key] = _decode(raw)
+        elif full_key in _GCP_KEYS:
+            values[full_key] = raw
+    return values
+
+
+def load_stack_config() -> StackConfig:
+    """The single loader used by ``__main__.py``."""
+    import pulumi
+
+    return parse_stack_config(raw_config_from_runtime(), pulumi.get_stack())

@@ -1,0 +1,157 @@
+"""``GkeCluster``: a Standard GKE cluster ready for TPU slices.
+
+Owns the cluster, its CPU system pool, and a Kubernetes provider built from the cluster's endpoint
+and CA. Does not own TPU pools (``TpuSlicePool``) or anything inside the cluster.
+
+Choices, and why:
+* The default pool is removed and a small CPU system pool added, because every Standard cluster
+  needs a non-TPU pool for kube-system and controllers, and the default pool cannot be managed
+  without perpetual diffs.
+* Workload Identity is always on (``<project>.svc.id.goog``) so pods never need key files.
+* Add-ons (GCS FUSE CSI, Ray operator) are enabled only when the stack's workload needs them.
+* The kubeconfig uses ``gke-gcloud-auth-plugin`` (no static credentials) and is a secret output.
+  While the cluster does not exist yet its endpoint is unknown, so the Kubernetes provider is
+  unknown too and pulumi-kubernetes previews the in-cluster objects without contacting a server.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components.config import StackConfig
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+
+def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
+    """A kubeconfig that authenticates through gcloud's GKE auth plugin (nothing secret stored)."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": name, "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate}}
+            ],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            "current-context": name,
+            "users": [
+                {
+                    "name": name,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "gke-gcloud-auth-plugin",
+                            "provideClusterInfo": True,
+                            "installHint": "Install gke-gcloud-auth-plugin: gcloud components install gke-gcloud-auth-plugin",
+                        }
+                    },
+                }
+            ],
+        },
+        indent=1,
+    )
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """Standard GKE cluster + CPU system pool + a Kubernetes provider for it."""
+
+    TYPE = "gke-tpu-llm:gke:GkeCluster"
+
+    cluster_name: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+    cluster: gcp.container.Cluster
+    get_credentials_command: pulumi.Output[str]
+
+    def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(self.TYPE, name, None, opts)
+        policy = config.policy
+        addons = config.addons
+        spec = config.cluster
+
+        self.cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            name=config.cluster_name,
+            project=config.project,
+            # A zonal cluster lives in the TPU zone; a regional one spreads the system pool.
+            location=config.cluster_location,
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            deletion_protection=config.deletion_protection,
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=spec.release_channel),
+            min_master_version=spec.version,
+            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=f"{config.project}.svc.id.goog"
+            ),
+            addons_config=gcp.container.ClusterAddonsConfigArgs(
+                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
+                    enabled="gcsFuseCsiDriver" in addons
+                ),
+                ray_operator_configs=(
+                    [gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(enabled=True)] if "rayOperator" in addons else None
+                ),
+            ),
+            resource_labels=config.labels,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=policy.protect,
+                # The removed default pool's node_config and count are create-only inputs;
+                # ignoring them avoids the well-known perpetual diff / replacement.
+                ignore_changes=["nodeConfig", "initialNodeCount"],
+            ),
+        )
+
+        self.system_pool = gcp.container.NodePool(
+            f"{name}-system",
+            name="system",
+            project=config.project,
+            cluster=self.cluster.name,
+            location=config.cluster_location,
+            node_count=spec.system_pool.nodes_per_zone,
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=spec.system_pool.machine_type,
+                disk_size_gb=spec.system_pool.disk_size_gb,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+                resource_labels=config.labels,
+            ),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        self.cluster_name = self.cluster.name
+        self.endpoint = self.cluster.endpoint
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate).apply(
+                lambda args: kubeconfig(str(args[0]), str(args[1]), str(args[2] or ""))
+            )
+        )
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            # If the cluster is gone (deleted out of band), let `pulumi destroy` drop in-cluster
+            # objects from state instead of failing on an unreachable API server.
+            delete_unreachable=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_pool]),
+        )
+        self.get_credentials_command = pulumi.Output.concat(
+            "gcloud container clusters get-credentials ",
+            self.cluster.name,
+            " --location ",
+            config.cluster_location,
+            " --project ",
+            config.project,
+        )
+        self.register_outputs(
+            {
+                "cluster_name": self.cluster_name,
+                "endpoint": self.endpoint,
+                "kubeconfig": self.kubeconfig,
+                "get_credentials_command": self.get_credentials_command,
+            }
+        )

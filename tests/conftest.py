@@ -1,0 +1,60 @@
+"""Shared fixtures: the project root on sys.path, and one offline plan per stack per session."""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from components import engine  # noqa: E402
+from components.config import StackConfig, parse_stack_config  # noqa: E402
+
+STACKS = engine.list_stacks()
+
+
+@cache
+def planned(stack: str) -> engine.PlanResult:
+    """Plans are deterministic, so each stack runs once per test session."""
+    return engine.plan(engine.read_stack_file(engine.stack_path(stack)))
+
+
+@pytest.fixture(params=STACKS)
+def stack_plan(request: pytest.FixtureRequest) -> engine.PlanResult:
+    return planned(request.param)
+
+
+BASE: dict[str, Any] = {
+    "gcp:project": "test-project-123",
+    "gcp:region": "us-east5",
+    "tpu": {"generation": "v6e", "topology": "4x4", "zone": "us-east5-b"},
+    "workload": {"kind": "jetstream-pathways", "model": "llama3.1-405b"},
+}
+
+
+def merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``override`` into ``base``; a None value deletes the key."""
+    out = dict(base)
+    for key, value in override.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def make_config(stack: str = "test", **override: Any) -> StackConfig:
+    return parse_stack_config(merged(BASE, override), stack)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pulumi_gcp warns about its own deprecated aliases on import; not ours to fix.
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:pulumi_gcp")

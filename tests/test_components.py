@@ -1,0 +1,215 @@
+"""Each component under the recording mock engine: type tokens, parents, inputs, options."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from components import engine
+from components.config import StackConfig
+from components.gke import GkeCluster
+from components.identity import WorkloadIdentity
+from components.storage import StackBucket
+from components.tpu_pool import TpuSlicePool
+from tests.conftest import make_config
+
+COMPONENTS = [GkeCluster, TpuSlicePool, StackBucket, WorkloadIdentity]
+
+
+def run(config: StackConfig, build: Any) -> list[engine.Registration]:
+    records, _ = engine.record(lambda: build(config), stack=config.stack, project=config.project)
+    return records
+
+
+def of_type(records: list[engine.Registration], typ: str) -> list[engine.Registration]:
+    return [r for r in records if r.type == typ]
+
+
+def one(records: list[engine.Registration], typ: str) -> engine.Registration:
+    (found,) = of_type(records, typ)
+    return found
+
+
+def build_pools(config: StackConfig) -> None:
+    for i, pool in enumerate(config.pool_names()):
+        TpuSlicePool(pool, config, index=i, cluster_name="c")
+
+
+def test_component_type_tokens_have_three_segments_and_are_unique() -> None:
+    tokens = [c.TYPE for c in COMPONENTS]
+    assert len(set(tokens)) == len(tokens)
+    for cls, token in zip(COMPONENTS, tokens, strict=True):
+        assert re.fullmatch(r"gke-tpu-llm:[a-z_]+:[A-Z][A-Za-z]+", token)
+        assert token.endswith(f":{cls.__name__}")
+        assert token.split(":")[1] == cls.__module__.rsplit(".", 1)[1].replace("tpu_pool", "tpu")
+
+
+def test_tpu_pool_multi_host_sets_compact_topology_and_host_count() -> None:
+    records = run(make_config(), build_pools)
+    pool = one(records, "gcp:container/nodePool:NodePool")
+    comp = one(records, TpuSlicePool.TYPE)
+    assert pool.parent == comp.urn
+    assert pool.inputs["name"] == "tpu-v6e-4x4-0"
+    assert pool.inputs["nodeCount"] == 4
+    assert pool.inputs["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4"}
+    assert pool.inputs["nodeLocations"] == ["us-east5-b"]
+    assert pool.inputs["nodeConfig"]["machineType"] == "ct6e-standard-4t"
+    assert pool.inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert "autoscaling" not in pool.inputs
+    assert pool.options["deleteBeforeReplace"] is True
+    assert pool.options["protect"] is False
+
+
+def test_tpu_pool_single_host_omits_placement_policy() -> None:
+    config = make_config(tpu={"topology": "2x4", "machineType": "ct6e-standard-8t"})
+    pool = one(run(config, build_pools), "gcp:container/nodePool:NodePool")
+    assert "placementPolicy" not in pool.inputs
+    assert pool.inputs["nodeCount"] == 1
+
+
+def test_tpu_pool_autoscaled_single_host_has_no_perpetual_diff() -> None:
+    config = make_config(
+        tpu={"topology": "2x4", "machineType": "ct6e-standard-8t", "autoscaling": {"minNodes": 1, "maxNodes": 2}}
+    )
+    pool = one(run(config, build_pools), "gcp:container/nodePool:NodePool")
+    assert "nodeCount" not in pool.inputs
+    assert pool.inputs["initialNodeCount"] == 1
+    assert pool.inputs["autoscaling"] == {"totalMinNodeCount": 1, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}
+    assert set(pool.options["ignoreChanges"]) == {"initialNodeCount", "nodeCount"}
+
+
+def test_tpu_pool_n_slices_make_n_pools_with_deterministic_names() -> None:
+    config = make_config(tpu={"topology": "2x4", "machineType": "ct6e-standard-4t", "slices": 2})
+    pools = of_type(run(config, build_pools), "gcp:container/nodePool:NodePool")
+    assert sorted(p.inputs["name"] for p in pools) == ["tpu-v6e-2x4-4t-0", "tpu-v6e-2x4-4t-1"]
+    assert all(p.inputs["nodeCount"] == 2 and p.inputs["placementPolicy"]["tpuTopology"] == "2x4" for p in pools)
+
+
+def test_tpu_pool_spot_reservation_threads_and_metadata_options() -> None:
+    spot = one(
+        run(make_config(tpu={"spot": True, "threadsPerCore": 1, "workloadMetadata": "GCE_METADATA"}), build_pools),
+        "gcp:container/nodePool:NodePool",
+    )
+    assert spot.inputs["nodeConfig"]["spot"] is True
+    assert spot.inputs["nodeConfig"]["advancedMachineFeatures"] == {"threadsPerCore": 1}
+    assert spot.inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GCE_METADATA"}
+    reserved = one(run(make_config(tpu={"reservation": "res-1"}), build_pools), "gcp:container/nodePool:NodePool")
+    assert reserved.inputs["nodeConfig"]["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["res-1"],
+    }
+    assert "spot" not in reserved.inputs["nodeConfig"]
+
+
+def test_tpu_pool_is_protected_in_prod() -> None:
+    pool = one(run(make_config(environment="prod"), build_pools), "gcp:container/nodePool:NodePool")
+    assert pool.options["protect"] is True
+
+
+def test_gke_cluster_dev_defaults() -> None:
+    records = run(make_config(), lambda c: GkeCluster("c", c))
+    cluster = one(records, "gcp:container/cluster:Cluster")
+    comp = one(records, GkeCluster.TYPE)
+    assert cluster.parent == comp.urn
+    assert cluster.inputs["workloadIdentityConfig"] == {"workloadPool": "test-project-123.svc.id.goog"}
+    assert cluster.inputs["removeDefaultNodePool"] is True
+    assert cluster.inputs["deletionProtection"] is False
+    assert cluster.inputs["location"] == "us-east5"
+    assert cluster.inputs["addonsConfig"] == {"gcsFuseCsiDriverConfig": {"enabled": False}}
+    system = one(records, "gcp:container/nodePool:NodePool")
+    assert system.inputs["name"] == "system"
+    assert system.inputs["nodeConfig"]["machineType"] == "e2-standard-4"
+    assert cluster.urn in system.dependencies
+    provider = one(records, "pulumi:providers:kubernetes")
+    assert provider.inputs["kubeconfig"] == engine.SECRET_PLACEHOLDER
+    assert provider.parent == comp.urn
+
+
+def test_gke_cluster_prod_and_addons() -> None:
+    config = make_config(environment="prod", workload={"kind": "maxtext-ray", "model": "llama3-8b"})
+    cluster = one(run(config, lambda c: GkeCluster("c", c)), "gcp:container/cluster:Cluster")
+    assert cluster.inputs["deletionProtection"] is True
+    assert cluster.options["protect"] is True
+    assert cluster.inputs["addonsConfig"] == {
+        "gcsFuseCsiDriverConfig": {"enabled": True},
+        "rayOperatorConfigs": [{"enabled": True}],
+    }
+
+
+def test_gke_cluster_zonal_lives_in_the_tpu_zone() -> None:
+    cluster = one(run(make_config(cluster={"locationType": "zonal"}), lambda c: GkeCluster("c", c)), "gcp:container/cluster:Cluster")
+    assert cluster.inputs["location"] == "us-east5-b"
+
+
+@pytest.mark.parametrize(("environment", "force_destroy", "protect"), [("dev", True, False), ("prod", False, True)])
+def test_bucket_safety_rules(environment: str, force_destroy: bool, protect: bool) -> None:
+    config = make_config(environment=environment, buckets={"ckpt": {"purpose": "checkpoints", "holdsCheckpoints": True}})
+    records = run(config, lambda c: StackBucket("b", c, key="ckpt"))
+    bucket = one(records, "gcp:storage/bucket:Bucket")
+    assert bucket.parent == one(records, StackBucket.TYPE).urn
+    assert bucket.inputs["uniformBucketLevelAccess"] is True
+    assert bucket.inputs["publicAccessPrevention"] == "enforced"
+    assert bucket.inputs["location"] == "US-EAST5"
+    assert bucket.inputs["forceDestroy"] is force_destroy
+    assert bucket.inputs["versioning"] == {"enabled": True}
+    assert bucket.options["protect"] is protect
+    assert bucket.options["retainOnDelete"] is protect
+
+
+def build_identity(config: StackConfig) -> None:
+    cluster = GkeCluster("c", config)
+    buckets = {k: StackBucket(f"b-{k}", config, key=k) for k in config.buckets}
+    WorkloadIdentity(
+        "wi", config, provider=cluster.provider, bucket_names={k: b.bucket_name for k, b in buckets.items()}, cluster=cluster.cluster
+    )
+
+
+def test_workload_identity_principal_mode_binds_bucket_roles_to_the_ksa_principal() -> None:
+    config = make_config(
+        buckets={"models": {"purpose": "m"}, "other": {"purpose": "o"}},
+        identity={"namespace": "serving", "serviceAccount": "vllm", "bucketRoles": {"models": "roles/storage.objectUser"}},
+    )
+    records = run(config, build_identity)
+    assert not of_type(records, "gcp:serviceaccount/account:Account")
+    (binding,) = of_type(records, "gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert binding.inputs["bucket"] == "test-project-123-test-models"
+    assert binding.inputs["role"] == "roles/storage.objectUser"
+    assert binding.inputs["member"] == (
+        f"principal://iam.googleapis.com/projects/{engine.MOCK_PROJECT_NUMBER}/locations/global/"
+        "workloadIdentityPools/test-project-123.svc.id.goog/subject/ns/serving/sa/vllm"
+    )
+    cluster = one(records, "gcp:container/cluster:Cluster")
+    assert cluster.urn in binding.dependencies
+    ksa = one(records, "kubernetes:core/v1:ServiceAccount")
+    assert ksa.inputs["metadata"]["name"] == "vllm"
+    assert ksa.inputs["metadata"]["namespace"] == "serving"
+    assert "annotations" not in ksa.inputs["metadata"]
+    assert ksa.provider == "c-k8s"
+    ns = one(records, "kubernetes:core/v1:Namespace")
+    assert ns.urn in ksa.dependencies
+    assert not any(r.type.startswith("gcp:projects/iAM") for r in records)  # never project-wide
+
+
+def test_workload_identity_gsa_mode_annotates_the_ksa() -> None:
+    config = make_config(
+        buckets={"ckpt": {"purpose": "c"}},
+        identity={"mode": "gsa", "serviceAccount": "sax-sa", "bucketRoles": {"ckpt": "roles/storage.objectAdmin"}},
+    )
+    records = run(config, build_identity)
+    gsa = one(records, "gcp:serviceaccount/account:Account")
+    email = f"{gsa.inputs['accountId']}@test-project-123.iam.gserviceaccount.com"
+    wi_user = one(records, "gcp:serviceaccount/iAMMember:IAMMember")
+    assert wi_user.inputs["role"] == "roles/iam.workloadIdentityUser"
+    assert wi_user.inputs["member"] == "serviceAccount:test-project-123.svc.id.goog[llm/sax-sa]"
+    binding = one(records, "gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert binding.inputs["member"] == f"serviceAccount:{email}"
+    ksa = one(records, "kubernetes:core/v1:ServiceAccount")
+    assert ksa.inputs["metadata"]["annotations"] == {"iam.gke.io/gcp-service-account": email}
+
+
+def test_workload_identity_default_namespace_is_not_created() -> None:
+    records = run(make_config(identity={"namespace": "default"}), build_identity)
+    assert not of_type(records, "kubernetes:core/v1:Namespace")

@@ -1,0 +1,35 @@
+"""Rendered Kubernetes objects: committed goldens match a fresh render, and every object validates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components import engine
+from components.validate import validate_all
+from tests.conftest import STACKS, planned
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_manifests_golden_matches_fresh_render(stack: str) -> None:
+    golden_dir = engine.MANIFESTS_DIR / stack
+    fresh = dict(engine.manifest_files(planned(stack).manifests))
+    committed = {p.name: p.read_text() for p in sorted(golden_dir.glob("*.yaml"))}
+    assert committed == fresh, (
+        f"manifests/{stack} is stale; run `.venv/bin/python -m components render --all` and commit the result"
+    )
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_manifests_validate_strictly(stack: str) -> None:
+    manifests = planned(stack).manifests
+    assert manifests
+    assert validate_all(manifests) == []
+
+
+def test_manifests_render_writes_and_prunes(tmp_path: Path) -> None:
+    (tmp_path / "99-stale.yaml").write_text("kind: Stale\n")
+    written = engine.write_manifests("llama-405b", planned("llama-405b").manifests, tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.yaml")) == sorted(p.name for p in written)
+    assert not (tmp_path / "99-stale.yaml").exists()

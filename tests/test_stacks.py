@@ -1,0 +1,178 @@
+"""Every stack file run end to end under the mock engine, as `pulumi up` would run it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from components import engine
+from tests.conftest import ROOT, planned
+
+# The node pools each stack must produce: (machine type, nodes, topology or None, COMPACT?).
+EXPECTED_POOLS: dict[str, list[tuple[str, int | None, str | None]]] = {
+    "llama-405b": [("ct6e-standard-4t", 4, "4x4")],
+    "llama-405b-prod": [("ct6e-standard-4t", 4, "4x4")],
+    "llama2-70b-disagg": [("ct6e-standard-4t", 2, "2x4")] * 2,
+    "llama-70b": [("ct6e-standard-8t", None, None)],
+    "saxml-175b": [("ct5lp-hightpu-4t", 8, "4x8")] * 2,
+    "llama3-8b-train": [("ct6e-standard-4t", 4, "4x4")],
+}
+
+
+def test_stacks_all_have_expectations() -> None:
+    assert sorted(EXPECTED_POOLS) == engine.list_stacks()
+
+
+def by_type(result: engine.PlanResult, typ: str) -> list[engine.Registration]:
+    return [r for r in result.resources if r.type == typ]
+
+
+def tpu_pools(result: engine.PlanResult) -> list[dict[str, Any]]:
+    return [r.inputs for r in by_type(result, "gcp:container/nodePool:NodePool") if r.inputs["name"] != "system"]
+
+
+@pytest.mark.parametrize("stack", sorted(EXPECTED_POOLS))
+def test_stack_node_pools_match_the_catalog(stack: str) -> None:
+    pools = tpu_pools(planned(stack))
+    got = sorted(
+        (p["nodeConfig"]["machineType"], p.get("nodeCount"), (p.get("placementPolicy") or {}).get("tpuTopology"))
+        for p in pools
+    )
+    assert got == sorted(EXPECTED_POOLS[stack])
+    for pool in pools:
+        policy = pool.get("placementPolicy")
+        assert (policy is not None) == (pool.get("nodeCount", 1) > 1)  # COMPACT only for multi-host
+        if policy:
+            assert policy["type"] == "COMPACT"
+        assert len(pool["nodeLocations"]) == 1
+
+
+def test_stack_llama_70b_pool_autoscales_one_to_two() -> None:
+    (pool,) = tpu_pools(planned("llama-70b"))
+    assert pool["autoscaling"]["totalMinNodeCount"] == 1
+    assert pool["autoscaling"]["totalMaxNodeCount"] == 2
+    assert "placementPolicy" not in pool
+
+
+def test_stack_platform_basics(stack_plan: engine.PlanResult) -> None:
+    (cluster,) = by_type(stack_plan, "gcp:container/cluster:Cluster")
+    assert cluster.inputs["workloadIdentityConfig"]["workloadPool"] == "your-project-id.svc.id.goog"
+    buckets = by_type(stack_plan, "gcp:storage/bucket:Bucket")
+    assert buckets
+    for bucket in buckets:
+        assert bucket.inputs["uniformBucketLevelAccess"] is True
+        assert bucket.inputs["publicAccessPrevention"] == "enforced"
+    urns = [r.urn for r in stack_plan.resources]
+    assert len(urns) == len(set(urns))
+    components = [r for r in stack_plan.resources if not r.custom]
+    assert {c.type for c in components} >= {"gke-tpu-llm:gke:GkeCluster", "gke-tpu-llm:tpu:TpuSlicePool"}
+    # every custom resource sits under one of our components
+    parents = {c.urn for c in components}
+    assert all(r.parent in parents for r in stack_plan.resources if r.custom)
+    # nothing project-wide, no keys
+    assert not [r for r in stack_plan.resources if r.type.startswith(("gcp:projects/", "gcp:serviceaccount/key:"))]
+
+
+def test_stack_prod_has_deletion_protection_and_no_force_destroy() -> None:
+    result = planned("llama-405b-prod")
+    (cluster,) = by_type(result, "gcp:container/cluster:Cluster")
+    assert cluster.inputs["deletionProtection"] is True
+    assert cluster.options["protect"] is True
+    for bucket in by_type(result, "gcp:storage/bucket:Bucket"):
+        assert bucket.inputs["forceDestroy"] is False
+        assert bucket.options["protect"] and bucket.options["retainOnDelete"]
+    for pool in by_type(result, "gcp:container/nodePool:NodePool"):
+        if pool.inputs["name"] != "system":
+            assert pool.options["protect"] is True
+
+
+def test_stack_dev_is_disposable() -> None:
+    result = planned("llama-405b")
+    (cluster,) = by_type(result, "gcp:container/cluster:Cluster")
+    assert cluster.inputs["deletionProtection"] is False
+    assert all(b.inputs["forceDestroy"] is True for b in by_type(result, "gcp:storage/bucket:Bucket"))
+
+
+def test_stack_outputs_hide_the_kubeconfig(stack_plan: engine.PlanResult) -> None:
+    assert stack_plan.outputs["kubeconfig"] == engine.SECRET_PLACEHOLDER
+    assert stack_plan.outputs["get_credentials_command"].startswith("gcloud container clusters get-credentials ")
+    assert stack_plan.outputs["tpu_pools"] == stack_plan.config.pool_names()
+
+
+def test_stack_plan_json_shape() -> None:
+    data = engine.plan_json(planned("saxml-175b"))
+    assert {"stack", "environment", "resources", "manifests", "cost_usd_per_hour"} <= set(data)
+    for res in data["resources"]:
+        assert {"type", "name", "parent", "dependencies", "inputs"} <= set(res)
+    assert data["cost_usd_per_hour"]["on_demand"] == pytest.approx(2 * 32 * 1.20)
+    assert data["cost_usd_per_hour"]["spot"] == pytest.approx(2 * 32 * 0.48)
+    json.dumps(data)  # serialisable as is
+
+
+def test_stack_cost_counts_autoscaling_maximum() -> None:
+    cost = engine.plan_json(planned("llama-70b"))["cost_usd_per_hour"]
+    assert cost["chips"] == 16
+    assert cost["on_demand"] == pytest.approx(16 * 2.70)
+    assert cost["billed_at_min_nodes"] == pytest.approx(8 * 2.70)
+
+
+BAD_STACKS = {
+    "impossible-topology": ({"gke-tpu-llm:tpu": {"topology": "4x5"}}, "gke-tpu-llm:tpu.topology: '4x5'"),
+    "unknown-key": ({"gke-tpu-llm:tpu": {"nodeCount": 4}}, "gke-tpu-llm:tpu.nodeCount: 4 is an unknown key"),
+    "machine-mismatch": (
+        {"gke-tpu-llm:tpu": {"machineType": "ct6e-standard-8t"}},
+        "gke-tpu-llm:tpu.machineType: 'ct6e-standard-8t' does not build a v6e 4x4 slice",
+    ),
+}
+
+
+def bad_stack_file(tmp_path: Path, override: dict[str, Any]) -> Path:
+    doc = yaml.safe_load(engine.stack_path("llama-405b").read_text())
+    for key, value in override.items():
+        doc["config"][key] = {**doc["config"][key], **value}
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(BAD_STACKS))
+def test_stack_bad_config_registers_nothing(case: str, tmp_path: Path) -> None:
+    override, expected = BAD_STACKS[case]
+    stack_file = engine.read_stack_file(bad_stack_file(tmp_path, override))
+    records: list[engine.Registration] = []
+    with pytest.raises(pulumi.RunError, match="invalid stack configuration") as info:
+        records, _ = engine.run_program(stack_file)
+    assert expected in str(info.value)
+    assert records == []
+    assert engine.manifests_of(records) == []
+
+
+def test_stack_bad_config_cli_exits_2_with_message(tmp_path: Path) -> None:
+    override, expected = BAD_STACKS["impossible-topology"]
+    path = bad_stack_file(tmp_path, override)
+    proc = subprocess.run(
+        [sys.executable, "-m", "components", "plan", "--config", str(path), "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 2
+    assert expected in proc.stderr
+    assert "Allowed: 1x1, 2x2, 2x4, 4x4" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_stack_cli_plan_json_runs_the_program() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "components", "plan", "llama-70b", "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+    )
+    data = json.loads(proc.stdout)
+    assert data["stack"] == "llama-70b"
+    assert data["environment"] == "dev"
+    assert any(r["type"] == "gcp:container/nodePool:NodePool" for r in data["resources"])
