@@ -159,7 +159,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             p.add_argument("--out", metavar="DIR", help="output directory (default manifests/STACK/)")
             p.add_argument("--all", action="store_true", help="render every stack in stacks/")
+    sub.add_parser("docs", help="regenerate the configuration reference in README.md")
     args = parser.parse_args(argv)
+    if args.command == "docs":
+        from components.docs import update_readme
+
+        readme = engine.ROOT / "README.md"
+        readme.write_text(update_readme(readme.read_text()))
+        print(f"updated the configuration reference in {readme}")
+        return 0
 
     stack_files = (
         [engine.read_stack_file(engine.stack_path(s)) for s in engine.list_stacks()]

@@ -342,8 +342,8 @@ class IdentitySpec(Spec):
         "principal",
         description="How the Kubernetes ServiceAccount gets Google access: 'principal' grants bucket roles "
         "directly to the KSA's principal:// identity (no Google service account to manage); 'gsa' binds the "
-        "KSA to a Google service account (roles/iam.workloadIdentityUser + KSA annotation), needed where a "
-        "workload uses the node's GCE metadata server or tools that need a service-account email.",
+        "KSA to a dedicated Google service account (roles/iam.workloadIdentityUser + KSA annotation) that "
+        "holds the bucket roles, for tools that need a service-account email.",
     )
     namespace: str = Field(
         "llm",

@@ -13,6 +13,7 @@ Conventions of the recording:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
@@ -247,6 +248,21 @@ def record(
         outputs[key] = SECRET_PLACEHOLDER if _sync_await(out.is_secret()) else _clean(resolved)
     records.sort(key=lambda r: r.urn)
     return records, outputs
+
+
+@atexit.register
+def _release_worker_loops() -> None:
+    """At exit, close the idle event loops the mock monitor made in its RPC worker threads, while
+    their file descriptors are still valid; otherwise interpreter shutdown may print a spurious
+    'Exception ignored ... Invalid file descriptor' from a loop's finaliser. (Not after each run:
+    the worker threads and their loops are reused by the next run in the same process.)"""
+    import asyncio
+    import gc
+
+    loop = asyncio.get_event_loop()
+    for obj in gc.get_objects():
+        if isinstance(obj, asyncio.AbstractEventLoop) and obj is not loop and not obj.is_running() and not obj.is_closed():
+            obj.close()
 
 
 def run_program(stack_file: StackFile, program: Path = PROGRAM) -> tuple[list[Registration], dict[str, Any]]:

@@ -15,7 +15,7 @@ from components.storage import StackBucket
 from components.tpu_pool import TpuSlicePool
 from tests.conftest import make_config
 
-COMPONENTS = [GkeCluster, TpuSlicePool, StackBucket, WorkloadIdentity]
+COMPONENTS: list[Any] = [GkeCluster, TpuSlicePool, StackBucket, WorkloadIdentity]
 
 
 def run(config: StackConfig, build: Any) -> list[engine.Registration]:
@@ -140,7 +140,9 @@ def test_gke_cluster_prod_and_addons() -> None:
 
 
 def test_gke_cluster_zonal_lives_in_the_tpu_zone() -> None:
-    cluster = one(run(make_config(cluster={"locationType": "zonal"}), lambda c: GkeCluster("c", c)), "gcp:container/cluster:Cluster")
+    cluster = one(
+        run(make_config(cluster={"locationType": "zonal"}), lambda c: GkeCluster("c", c)), "gcp:container/cluster:Cluster"
+    )
     assert cluster.inputs["location"] == "us-east5-b"
 
 
@@ -163,7 +165,11 @@ def build_identity(config: StackConfig) -> None:
     cluster = GkeCluster("c", config)
     buckets = {k: StackBucket(f"b-{k}", config, key=k) for k in config.buckets}
     WorkloadIdentity(
-        "wi", config, provider=cluster.provider, bucket_names={k: b.bucket_name for k, b in buckets.items()}, cluster=cluster.cluster
+        "wi",
+        config,
+        provider=cluster.provider,
+        bucket_names={k: b.bucket_name for k, b in buckets.items()},
+        cluster=cluster.cluster,
     )
 
 

@@ -109,9 +109,12 @@ def test_config_prod_implies_protection() -> None:
 def test_config_environment_policy_drives_protection() -> None:
     prod = make_config(environment="prod", buckets={"ckpt": {"purpose": "checkpoints"}})
     dev = make_config(buckets={"ckpt": {"purpose": "checkpoints"}})
-    assert prod.deletion_protection and prod.policy.protect and prod.policy.retain_on_delete
+    assert prod.deletion_protection
+    assert prod.policy.protect
+    assert prod.policy.retain_on_delete
     assert not prod.bucket_force_destroy("ckpt")
-    assert not dev.deletion_protection and not dev.policy.protect
+    assert not dev.deletion_protection
+    assert not dev.policy.protect
     assert dev.bucket_force_destroy("ckpt")
 
 
@@ -122,9 +125,7 @@ def test_config_rejects_autoscaling_on_multi_host_slice() -> None:
 
 
 def test_config_rejects_autoscaling_min_above_max() -> None:
-    (msg,) = problems(
-        tpu={"topology": "2x4", "machineType": "ct6e-standard-8t", "autoscaling": {"minNodes": 3, "maxNodes": 2}}
-    )
+    (msg,) = problems(tpu={"topology": "2x4", "machineType": "ct6e-standard-8t", "autoscaling": {"minNodes": 3, "maxNodes": 2}})
     assert msg.startswith("gke-tpu-llm:tpu.autoscaling.minNodes: 3 is above maxNodes (2)")
 
 

@@ -33,3 +33,10 @@ def test_manifests_render_writes_and_prunes(tmp_path: Path) -> None:
     written = engine.write_manifests("llama-405b", planned("llama-405b").manifests, tmp_path)
     assert sorted(p.name for p in tmp_path.glob("*.yaml")) == sorted(p.name for p in written)
     assert not (tmp_path / "99-stale.yaml").exists()
+
+
+def test_readme_configuration_reference_is_current() -> None:
+    from components.docs import update_readme
+
+    readme = (engine.ROOT / "README.md").read_text()
+    assert update_readme(readme) == readme, "README is stale; run `.venv/bin/python -m components docs`"

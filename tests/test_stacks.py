@@ -42,8 +42,7 @@ def tpu_pools(result: engine.PlanResult) -> list[dict[str, Any]]:
 def test_stack_node_pools_match_the_catalog(stack: str) -> None:
     pools = tpu_pools(planned(stack))
     got = sorted(
-        (p["nodeConfig"]["machineType"], p.get("nodeCount"), (p.get("placementPolicy") or {}).get("tpuTopology"))
-        for p in pools
+        (p["nodeConfig"]["machineType"], p.get("nodeCount"), (p.get("placementPolicy") or {}).get("tpuTopology")) for p in pools
     )
     assert got == sorted(EXPECTED_POOLS[stack])
     for pool in pools:
@@ -87,7 +86,8 @@ def test_stack_prod_has_deletion_protection_and_no_force_destroy() -> None:
     assert cluster.options["protect"] is True
     for bucket in by_type(result, "gcp:storage/bucket:Bucket"):
         assert bucket.inputs["forceDestroy"] is False
-        assert bucket.options["protect"] and bucket.options["retainOnDelete"]
+        assert bucket.options["protect"]
+        assert bucket.options["retainOnDelete"]
     for pool in by_type(result, "gcp:container/nodePool:NodePool"):
         if pool.inputs["name"] != "system":
             assert pool.options["protect"] is True
@@ -123,7 +123,7 @@ def test_stack_cost_counts_autoscaling_maximum() -> None:
     assert cost["billed_at_min_nodes"] == pytest.approx(8 * 2.70)
 
 
-BAD_STACKS = {
+BAD_STACKS: dict[str, tuple[dict[str, Any], str]] = {
     "impossible-topology": ({"gke-tpu-llm:tpu": {"topology": "4x5"}}, "gke-tpu-llm:tpu.topology: '4x5'"),
     "unknown-key": ({"gke-tpu-llm:tpu": {"nodeCount": 4}}, "gke-tpu-llm:tpu.nodeCount: 4 is an unknown key"),
     "machine-mismatch": (
@@ -159,7 +159,11 @@ def test_stack_bad_config_cli_exits_2_with_message(tmp_path: Path) -> None:
     path = bad_stack_file(tmp_path, override)
     proc = subprocess.run(
         [sys.executable, "-m", "components", "plan", "--config", str(path), "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 2
     assert expected in proc.stderr
@@ -170,7 +174,11 @@ def test_stack_bad_config_cli_exits_2_with_message(tmp_path: Path) -> None:
 def test_stack_cli_plan_json_runs_the_program() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "components", "plan", "llama-70b", "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     data = json.loads(proc.stdout)
     assert data["stack"] == "llama-70b"

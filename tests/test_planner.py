@@ -1,0 +1,524 @@
+"""Capacity planner: parameter trees, per-chip memory, meshes, derived flags, slice choice.
+
+Workload numbers come from the seed manifests (reference: upstream-manifests.md sections 1-5).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from components import planner
+from components.catalog.models import MODELS, ModelArch
+from components.catalog.tpu import TpuSlice, all_slices, find_slice
+from components.planner import PlanError, ServingWorkload, TrainingWorkload
+
+GB = 10**9
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def slice_of(generation: str, topology: str, machine_type: str | None = None) -> TpuSlice:
+    found = find_slice(generation, topology, machine_type)
+    assert found is not None
+    return found
+
+
+# Seed workloads.
+SEED_405B = ServingWorkload(  # §1: JetStream + MaxText, v6e 4x4
+    "maxtext",
+    max_target_length=2048,
+    max_prefill_length=1024,
+    per_device_batch_size=6,
+    weight_dtype="int8",
+    kv_dtype="int8",
+)
+SEED_VLLM_70B = ServingWorkload("vllm", max_target_length=4096)  # §4: --max-model-len=4096, TP 8
+SEED_LLAMA2_70B = ServingWorkload(  # §2: disaggregated, each slice v6e 2x4, ici_tensor_parallelism=-1
+    "maxtext",
+    max_target_length=2048,
+    max_prefill_length=1024,
+    per_device_batch_size=27,
+    weight_dtype="int8",
+    kv_dtype="int8",
+    parallelism={"fsdp": 1, "autoregressive": 1, "tensor": -1},
+)
+SEED_SAXML = ServingWorkload("saxml", max_target_length=128 + 128, max_prefill_length=128, batch_size=1)  # §3
+SEED_TRAIN_8B = TrainingWorkload(per_device_batch_size=1, max_target_length=4096)  # §5
+
+
+# --- parameter trees ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_param_count_matches_published_or_reference(name: str) -> None:
+    arch = MODELS[name]
+    count = planner.param_count(arch)
+    if arch.published_params is not None:
+        assert count == arch.published_params
+    else:
+        d, v = arch.d_model, arch.vocab
+        reference = 96 * (4 * d * d + 2 * d * 4 * d) + v * d  # reference B2, ≈174.3B
+        extras = 96 * (2 * d + 2 * d + arch.ffn + d + arch.head_dim) + v + 2 * d  # norms, biases, per_dim_scale
+        assert count == reference + extras == 174_350_077_184
+        assert abs(count - reference) / reference < 1e-4
+
+
+def test_param_shapes_are_abstract_and_layer_stacked() -> None:
+    import jax
+
+    shapes = planner.param_shapes(MODELS["llama3.1-405b"])
+    assert all(isinstance(s, jax.ShapeDtypeStruct) for s in shapes.values())
+    assert shapes["decoder/attention/query"].shape == (126, 16384, 128, 128)
+    assert shapes["decoder/attention/key"].shape == (126, 16384, 8, 128)
+    assert shapes["decoder/mlp/wi_0"].shape == (126, 16384, 53248)
+    assert shapes["embed/tokens"].shape == (128256, 16384)
+    assert {str(s.dtype) for s in shapes.values()} == {"bfloat16"}
+
+
+def test_param_shapes_int8_adds_per_channel_float32_scales() -> None:
+    shapes = planner.param_shapes(MODELS["llama3-8b"], quantize=True)
+    assert str(shapes["decoder/mlp/wo"].dtype) == "int8"
+    assert shapes["decoder/mlp/wo/scale_int8"].shape == (32, 1, 4096)
+    assert shapes["decoder/attention/out/scale_int8"].shape == (32, 1, 1, 4096)
+    assert shapes["decoder/attention/key/scale_int8"].shape == (32, 1, 8, 128)
+    assert str(shapes["decoder/attention/key/scale_int8"].dtype) == "float32"
+    # Embedding, unembedding and norms stay bf16.
+    assert str(shapes["embed/tokens"].dtype) == str(shapes["logits/kernel"].dtype) == "bfloat16"
+    assert str(shapes["decoder/attn_norm/scale"].dtype) == "bfloat16"
+
+
+def test_param_shapes_saxml_follows_paxml_structure() -> None:
+    shapes = planner.param_shapes(MODELS["saxml-175b-32test"])
+    assert shapes["decoder/attention/qkv"].shape == (96, 3, 12288, 96, 128)
+    assert shapes["embed/shared"].shape == (12288, 32000)
+    assert shapes["decoder/mlp/wi_bias"].shape == (96, 49152)
+    assert "logits/kernel" not in shapes
+    assert "decoder/mlp/wi_0" not in shapes
+    assert "decoder/attention/query_bias" not in shapes  # tr_atten_tpl.use_bias=False
+
+
+# --- seed stacks -------------------------------------------------------------------------------
+
+
+def test_serving_llama405b_int8_v6e_4x4_fits_with_seed_flags() -> None:
+    arch = MODELS["llama3.1-405b"]
+    p = planner.plan(arch, slice_of("v6e", "4x4"), SEED_405B)
+    assert dict(p.sharding.flags) == {
+        "ici_fsdp_parallelism": 1,
+        "ici_autoregressive_parallelism": 2,
+        "ici_tensor_parallelism": 8,
+    }
+    assert p.global_batch == 96
+    # Weights: int8 layer matmuls and bf16 embedding+unembedding split 16 ways. float32 scales follow
+    # their output axes: q/wi scales 16 ways, k/v scales 8 ways (their autoregressive split was on the
+    # reduced embed rows), o/wo scales on 'embed' with fsdp=1 replicated; bf16 norms replicated.
+    layers, d, heads, kv, hd, ffn, vocab = 126, 16384, 128, 8, 128, 53248, 128256
+    int8 = layers * (2 * d * heads * hd + 2 * d * kv * hd + 3 * d * ffn)
+    scales_16 = 4 * layers * (heads * hd + 2 * ffn)
+    scales_8 = 4 * layers * 2 * kv * hd
+    replicated = 4 * layers * 2 * d + 2 * (2 * layers * d + d)
+    assert p.memory.weights == (int8 + 2 * 2 * vocab * d + scales_16) // 16 + scales_8 // 8 + replicated
+    # KV: 96 x 2048 tokens x (258,048 int8 + 504 scale bytes); values 16-way, scales only over autoregressive.
+    tokens = 96 * 2048
+    assert p.memory.kv_cache == tokens * 258_048 // 16 + tokens * 504 // 2
+    assert p.fits
+    assert 1.0 * GB < p.memory.margin < 2.0 * GB  # 30.48 of 32 GB
+    # The 5% default reserve is what lets the known-good seed plan; 10% would reject it.
+    tight = ServingWorkload(**{**SEED_405B.__dict__, "reserve_fraction": 0.10})
+    assert not planner.plan(arch, slice_of("v6e", "4x4"), tight).fits
+
+
+def test_serving_llama31_70b_bf16_vllm_v6e_2x4_8t_fits() -> None:
+    p = planner.plan(MODELS["llama3.1-70b"], slice_of("v6e", "2x4", "ct6e-standard-8t"), SEED_VLLM_70B)
+    assert dict(p.sharding.flags) == {"tensor_parallel_size": 8}
+    assert not p.sharding.kv_heads_replicated
+    assert p.memory.weights == 70_553_706_496 * 2 // 8 + 2 * (2 * 80 * 8192 + 8192) * 7 // 8
+    assert p.memory.kv_cache == 4096 * 327_680 // 8
+    assert p.memory.reserve == int(0.10 * 32 * GB)  # vLLM's gpu_memory_utilization=0.9
+    assert p.fits
+    assert p.memory.margin > 10 * GB
+    assert p.kv_capacity_sequences == 66  # full 4096-token sequences the rest of HBM holds
+
+
+def test_serving_llama2_70b_int8_v6e_2x4_fits_with_tensor_fill() -> None:
+    p = planner.plan(MODELS["llama2-70b"], slice_of("v6e", "2x4", "ct6e-standard-4t"), SEED_LLAMA2_70B)
+    assert dict(p.sharding.mesh_axes) == {"fsdp": 1, "autoregressive": 1, "tensor": 8}
+    assert p.global_batch == 27 * 8
+    assert p.memory.kv_cache == 216 * 2048 * 163_840 // 8 + 216 * 2048 * 320
+    assert p.fits
+    assert 19 * GB < p.memory.total < 20 * GB
+
+
+def test_serving_saxml_175b_int8_v5e_4x8_fits() -> None:
+    p = planner.plan(MODELS["saxml-175b-32test"], slice_of("v5e", "4x8"), SEED_SAXML)
+    assert dict(p.sharding.flags) == {"saxml_mesh": [1, 1, 32]}
+    assert p.weight_dtype == "int8"
+    assert p.fits
+    assert 5.4 * GB < p.memory.weights < 5.6 * GB  # ≈174 GB int8 / 32
+    assert p.memory.kv_cache == 256 * 4_718_592 // 32
+
+
+def test_serving_saxml_175b_v5e_4x4_is_rejected_by_the_servable_mesh() -> None:
+    arch, small = MODELS["saxml-175b-32test"], slice_of("v5e", "4x4")
+    with pytest.raises(PlanError, match=r"mdl=32 has 32 devices but slice v5e-4x4 has 16 chips") as info:
+        planner.verify_slice(arch, SEED_SAXML, small)
+    assert "smallest slice that fits: v5e-4x8" in str(info.value)
+    # Memory is not the obstacle: a [1,1,16] mesh (LmCloudSpmd175BTest) would hold it in ~11.7 of 16 GB.
+    p = planner.plan(arch, small, ServingWorkload(**{**SEED_SAXML.__dict__, "parallelism": {"mdl": 16}}))
+    assert p.fits
+    assert 11 * GB < p.memory.total < 12.5 * GB
+
+
+def test_serving_saxml_175b_v5e_2x4_does_not_fit_in_hbm() -> None:
+    workload = ServingWorkload(**{**SEED_SAXML.__dict__, "parallelism": {"mdl": -1}})
+    with pytest.raises(PlanError) as info:
+        planner.verify_slice(MODELS["saxml-175b-32test"], workload, slice_of("v5e", "2x4", "ct5lp-hightpu-8t"))
+    message = str(info.value)
+    assert "saxml-175b-32test needs 22." in message
+    assert "a v5e chip has 16.0 GB HBM" in message
+    assert "smallest slice that fits: v5e-4x4" in message
+
+
+def test_serving_saxml_rejects_bf16_for_int8_servable() -> None:
+    workload = ServingWorkload(**{**SEED_SAXML.__dict__, "weight_dtype": "bfloat16"})
+    with pytest.raises(PlanError, match="LmCloudSpmd175B32Test with int8 weights"):
+        planner.plan(MODELS["saxml-175b-32test"], slice_of("v5e", "4x8"), workload)
+
+
+def test_training_llama3_8b_v6e_4x4_fits_with_seed_flags() -> None:
+    arch = MODELS["llama3-8b"]
+    p = planner.plan(arch, slice_of("v6e", "4x4"), SEED_TRAIN_8B)
+    assert dict(p.sharding.flags) == {"ici_fsdp_parallelism": 4, "ici_tensor_parallelism": 4}
+    replicated = 4 * (2 * 32 * 4096 + 4096)  # fp32 norms
+    assert p.memory.weights == (8_030_261_248 * 4 - replicated) // 16 + replicated
+    assert p.memory.optimizer == 3 * p.memory.weights  # fp32 grads + Adam mu, nu
+    assert p.memory.activations == planner.training_activation_bytes(arch, 4096)
+    assert p.fits
+    assert 15 * GB < p.memory.total < 17 * GB
+
+
+def test_training_bf16_params_keep_float32_adam_moments() -> None:
+    p = planner.plan(MODELS["llama3-8b"], slice_of("v6e", "4x4"), TrainingWorkload(1, 4096, param_dtype="bfloat16"))
+    assert p.memory.optimizer == 5 * p.memory.weights  # bf16 grads + 2 x fp32 moments = 2 + 8 bytes
+
+
+def test_training_activation_estimate_terms() -> None:
+    arch = MODELS["llama3-8b"]
+    tokens = 4096
+    checkpoints = 32 * tokens * 4096 * 2
+    working = tokens * ((32 * 2 + 8 * 2) * 128 + 3 * 4096 + 3 * 14336) * 4
+    logits = tokens * 128256 * 8
+    assert planner.training_activation_bytes(arch, tokens) == checkpoints + working + logits
+
+
+def test_training_derived_mesh_follows_short_torus_side() -> None:
+    arch = MODELS["llama3-8b"]
+    assert planner.derive_parallelism(arch, slice_of("v6e", "4x8"), SEED_TRAIN_8B) == {"fsdp": 8, "tensor": 4}
+    assert planner.derive_parallelism(arch, slice_of("v6e", "1x1"), SEED_TRAIN_8B) == {"fsdp": 1, "tensor": 1}
+    # 16x16: tensor 16 would split 8 KV heads, so the next divisor wins.
+    assert planner.derive_parallelism(arch, slice_of("v6e", "16x16"), SEED_TRAIN_8B) == {"fsdp": 32, "tensor": 8}
+
+
+def test_training_batch_must_split_over_fsdp() -> None:
+    with pytest.raises(PlanError, match=r"global batch 2.0 .* does not split over fsdp 4"):
+        planner.plan(MODELS["llama3-8b"], slice_of("v6e", "4x4"), TrainingWorkload(0.125, 4096))
+
+
+# --- sharding errors and overrides ------------------------------------------------------------
+
+
+def test_sharding_tensor_not_dividing_kv_heads_names_both_numbers() -> None:
+    workload = ServingWorkload(**{**SEED_405B.__dict__, "parallelism": {"tensor": 16}})
+    with pytest.raises(PlanError) as info:
+        planner.plan(MODELS["llama3.1-405b"], slice_of("v6e", "4x4"), workload)
+    assert str(info.value).startswith(
+        "tensor parallelism 16 does not divide kv_heads 8 of llama3.1-405b; use a tensor degree dividing 8 or replicate KV heads"
+    )
+
+
+def test_sharding_replicated_kv_heads_allow_tensor_16_at_double_cache() -> None:
+    arch, tpu = MODELS["llama3.1-405b"], slice_of("v6e", "4x4")
+    replicated = planner.plan(
+        arch, tpu, ServingWorkload(**{**SEED_405B.__dict__, "parallelism": {"tensor": 16}, "replicate_kv_heads": True})
+    )
+    split = planner.plan(arch, tpu, SEED_405B)
+    assert replicated.sharding.kv_heads == 16
+    assert replicated.sharding.kv_heads_replicated
+    assert replicated.memory.kv_cache > 1.9 * split.memory.kv_cache  # every chip caches a whole KV head
+    assert not replicated.fits
+
+
+def test_sharding_q_heads_not_divisible_is_an_error() -> None:
+    workload = ServingWorkload("vllm", 4096, parallelism={"tensor": 3})
+    tpu = TpuSlice(slice_of("v6e", "1x1").generation, "1x3", 3)  # hypothetical 3-chip host
+    with pytest.raises(PlanError, match="tensor parallelism 3 does not divide kv_heads 8 of llama3-8b"):
+        planner.plan(MODELS["llama3-8b"], tpu, workload)
+    pax = MODELS["saxml-175b-32test"]
+    with pytest.raises(PlanError, match=r"mdl parallelism 64 does not divide heads 96 of saxml-175b-32test"):
+        planner.plan(pax, slice_of("v5e", "8x8"), ServingWorkload("saxml", 256, parallelism={"mdl": 64}))
+
+
+def test_sharding_mesh_product_mismatch_names_both_numbers() -> None:
+    workload = ServingWorkload(**{**SEED_405B.__dict__, "parallelism": {"tensor": 8}})
+    with pytest.raises(PlanError, match=r"has 8 devices but slice v6e-4x4 has 16 chips; choose degrees whose product is 16"):
+        planner.plan(MODELS["llama3.1-405b"], slice_of("v6e", "4x4"), workload)
+    with pytest.raises(PlanError, match=r"tensor=4 has 4 devices but slice v6e-2x4-8t has 8 chips"):
+        planner.plan(
+            MODELS["llama3.1-70b"],
+            slice_of("v6e", "2x4", "ct6e-standard-8t"),
+            ServingWorkload("vllm", 4096, parallelism={"tensor": 4}),
+        )
+
+
+def test_sharding_rejects_unknown_axes_and_double_fill() -> None:
+    arch, tpu = MODELS["llama3-8b"], slice_of("v6e", "2x2")
+    with pytest.raises(PlanError, match=r"unknown mesh axes \['mdl'\]"):
+        planner.plan(arch, tpu, ServingWorkload("maxtext", 1024, parallelism={"mdl": 4}))
+    with pytest.raises(PlanError, match="at most one -1"):
+        planner.plan(arch, tpu, ServingWorkload("maxtext", 1024, parallelism={"tensor": -1, "fsdp": -1}))
+    with pytest.raises(PlanError, match="other axes multiply to 3"):
+        planner.plan(arch, tpu, ServingWorkload("maxtext", 1024, parallelism={"tensor": -1, "fsdp": 3}))
+
+
+def test_sharding_vllm_refuses_multi_host_slices() -> None:
+    with pytest.raises(PlanError, match="single-host slices; v6e-2x4-4t has 2 hosts"):
+        planner.plan(MODELS["llama3.1-70b"], slice_of("v6e", "2x4", "ct6e-standard-4t"), SEED_VLLM_70B)
+
+
+def test_sharding_maxtext_default_keeps_tensor_within_kv_heads() -> None:
+    arch = MODELS["llama3.1-405b"]
+    assert planner.derive_parallelism(arch, slice_of("v6e", "8x8"), SEED_405B) == {
+        "fsdp": 1,
+        "autoregressive": 8,
+        "tensor": 8,
+    }
+    assert planner.derive_parallelism(arch, slice_of("v6e", "2x2"), SEED_405B) == {
+        "fsdp": 1,
+        "autoregressive": 1,
+        "tensor": 4,
+    }
+
+
+def test_sharding_build_mesh_is_abstract() -> None:
+    from jax.sharding import AbstractMesh
+
+    mesh = planner.build_mesh({"fsdp": 1, "autoregressive": 2, "tensor": 8})
+    assert isinstance(mesh, AbstractMesh)
+    assert dict(mesh.shape) == {"fsdp": 1, "autoregressive": 2, "tensor": 8}
+
+
+def test_workload_validation_errors() -> None:
+    with pytest.raises(PlanError, match="not both"):
+        ServingWorkload("vllm", 4096, per_device_batch_size=1, batch_size=2)
+    with pytest.raises(PlanError, match="max_prefill_length 4096 must be positive and below max_target_length 4096"):
+        ServingWorkload("maxtext", 4096, max_prefill_length=4096)
+    with pytest.raises(PlanError, match="reserve_fraction"):
+        ServingWorkload("vllm", 4096, reserve_fraction=1.5)
+    with pytest.raises(PlanError, match="unknown serving engine"):
+        ServingWorkload("tgi", 4096)  # type: ignore[arg-type]
+
+
+# --- slice selection --------------------------------------------------------------------------
+
+
+def test_select_slice_llama31_70b_vllm_single_host_v6e_is_2x4_8t() -> None:
+    p = planner.select_slice(MODELS["llama3.1-70b"], SEED_VLLM_70B, region="us-east5", generations=["v6e"], single_host_only=True)
+    assert p.slice.key == "v6e-2x4-8t"
+    assert p.price_per_hour == pytest.approx(8 * 2.70)
+    assert dict(p.sharding.flags) == {"tensor_parallel_size": 8}
+
+
+def test_select_slice_small_model_takes_a_smaller_slice() -> None:
+    p = planner.select_slice(MODELS["llama3-8b"], SEED_VLLM_70B, region="us-east5", generations=["v6e"])
+    assert p.slice.key == "v6e-1x1"
+    assert p.price_per_hour == pytest.approx(2.70)
+
+
+def test_select_slice_spot_prices_change_the_ranking() -> None:
+    # us-south1: v5e on-demand $1.416 with no spot price; v6e on-demand $2.70, spot $1.35.
+    workload = ServingWorkload("maxtext", 2048, per_device_batch_size=1, weight_dtype="int8", kv_dtype="int8")
+    arch = MODELS["llama3-8b"]
+    on_demand = planner.select_slice(arch, workload, region="us-south1")
+    spot = planner.select_slice(arch, workload, region="us-south1", spot=True)
+    assert on_demand.slice.key == "v5e-1x1"
+    assert on_demand.price_per_hour == pytest.approx(1.416)
+    assert spot.slice.key == "v6e-1x1"
+    assert spot.price_per_hour == pytest.approx(1.35)
+    assert spot.spot
+
+
+def test_select_slice_unpriced_slices_rank_last_but_stay_eligible() -> None:
+    # us-west4 prices v5e only; the 70B bf16 weights (141 GB) exceed every single-host v5e slice.
+    p = planner.select_slice(MODELS["llama3.1-70b"], SEED_VLLM_70B, region="us-west4", single_host_only=True)
+    assert p.slice.key == "v6e-2x4-8t"
+    assert p.price_per_hour is None
+    # 8B bf16 fits v6e-1x1 (one chip), but unpriced it ranks after the priced v5e-2x2 (16 GB of weights
+    # overflow a 16 GB v5e chip, so 4 chips x $1.20).
+    small = planner.select_slice(MODELS["llama3-8b"], SEED_VLLM_70B, region="us-west4")
+    assert small.slice.key == "v5e-2x2"
+    assert small.price_per_hour == pytest.approx(4 * 1.20)
+    assert planner.plan(MODELS["llama3-8b"], slice_of("v6e", "1x1"), SEED_VLLM_70B).fits
+
+
+def test_select_slice_respects_candidates_and_margin() -> None:
+    arch = MODELS["llama3.1-70b"]
+    candidates = [slice_of("v6e", "2x4", "ct6e-standard-8t")]
+    assert planner.select_slice(arch, SEED_VLLM_70B, candidates, region="us-east5").slice.key == "v6e-2x4-8t"
+    with pytest.raises(PlanError, match=r"no candidate slice fits llama3.1-70b .*v6e-2x4-8t: needs 21.01 GB of 32.0 GB"):
+        planner.select_slice(arch, SEED_VLLM_70B, candidates, region="us-east5", min_margin_fraction=0.5)
+
+
+def test_select_slice_nothing_fits_lists_reasons() -> None:
+    with pytest.raises(PlanError, match=r"no candidate slice fits llama3.1-405b \(vllm serve\); 3 considered"):
+        planner.select_slice(
+            MODELS["llama3.1-405b"], SEED_VLLM_70B, region="us-east5", generations=["v6e"], single_host_only=True
+        )
+
+
+def test_verify_slice_returns_margin_for_a_fit() -> None:
+    p = planner.verify_slice(MODELS["llama3.1-405b"], SEED_405B, slice_of("v6e", "4x4"), region="us-east5", spot=True)
+    assert p.memory.margin == p.memory.hbm - p.memory.total > 0
+    assert p.price_per_hour == pytest.approx(16 * 1.215)
+
+
+def test_verify_slice_overflow_names_model_need_hbm_and_smallest_fit() -> None:
+    with pytest.raises(PlanError) as info:
+        planner.verify_slice(MODELS["llama3.1-70b"], SEED_VLLM_70B, slice_of("v6e", "2x2"))
+    assert str(info.value) == (
+        "llama3.1-70b needs 38.81 GB per chip on v6e-2x2 (weights 35.28 + KV cache 0.34 + reserve 3.20 GB) "
+        "but a v6e chip has 32.0 GB HBM; smallest slice that fits: v6e-2x4-8t (8 chips, 21.01 GB per chip)"
+    )
+
+
+def test_plan_to_dict_is_json() -> None:
+    p = planner.plan(MODELS["llama3.1-405b"], slice_of("v6e", "4x4"), SEED_405B, region="us-east5")
+    data = json.loads(json.dumps(p.to_dict(include_arrays=True)))
+    assert data["sharding"]["flags"]["ici_tensor_parallelism"] == 8
+    assert data["memory"]["total_bytes"] == p.memory.total
+    assert data["memory"]["fits"] is True
+    assert data["slice"]["key"] == "v6e-4x4"
+    assert data["arrays"]["decoder/attention/key"]["spec"] == [None, "autoregressive", "tensor", None]
+    assert data["arrays"]["decoder/mlp/wi_0"]["spec"] == [None, None, ["tensor", "autoregressive"]]
+    assert "arrays" not in p.to_dict()
+
+
+def test_plan_every_catalog_slice_lays_out_or_explains() -> None:
+    arch = MODELS["llama3-8b"]
+    for tpu in all_slices():
+        p = planner.plan(arch, tpu, ServingWorkload("maxtext", 2048, per_device_batch_size=1))
+        assert math.prod(p.sharding.mesh_axes.values()) == tpu.chips
+
+
+# --- cross-check against XLA's real shards ------------------------------------------------------
+
+_XLA_CHECK = textwrap.dedent(
+    """
+    import json
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    from components import planner
+    from components.catalog.models import ModelArch
+    from components.catalog.tpu import find_slice
+
+    # Llama 3.1 405B ratios (128 q heads over 8 KV heads, ffn = 3.25 d, SwiGLU, untied), tiny dims.
+    llama = ModelArch(name="tiny-llama", family="llama", layers=2, d_model=512, q_heads=128, kv_heads=8,
+                      head_dim=4, ffn=1664, vocab=1024, tied_embeddings=False, gated_mlp=True,
+                      published_params=None, maxtext_name=None, source="test")
+    pax = ModelArch(name="tiny-pax", family="paxml", layers=2, d_model=256, q_heads=16, kv_heads=16,
+                    head_dim=16, ffn=1024, vocab=512, tied_embeddings=True, gated_mlp=False,
+                    published_params=None, maxtext_name=None, source="test", norm="layernorm",
+                    mlp_bias=True, logits_bias=True, fused_qkv=True, per_dim_scale=True,
+                    saxml_mesh=(1, 1, 16), servable_weight_dtype="int8")
+    v6e16, v6e8 = find_slice("v6e", "4x4"), find_slice("v6e", "2x4", "ct6e-standard-8t")
+    S, T = planner.ServingWorkload, planner.TrainingWorkload
+    cases = {
+        "maxtext-serve-int8": (llama, v6e16, S("maxtext", 64, 32, per_device_batch_size=6,
+                                               weight_dtype="int8", kv_dtype="int8")),
+        "maxtext-serve-replicated-kv": (llama, v6e16, S("maxtext", 64, per_device_batch_size=2,
+                                                        parallelism={"tensor": 16}, replicate_kv_heads=True)),
+        "maxtext-train": (llama, v6e16, T(1, 64)),
+        "vllm": (llama, v6e8, S("vllm", 128, batch_size=4)),
+        "saxml": (pax, v6e16, S("saxml", 64, batch_size=2)),
+    }
+    out = {}
+    for label, (arch, tpu, workload) in cases.items():
+        plan = planner.plan(arch, tpu, workload)
+        axes = plan.sharding.mesh_axes
+        devices = np.array(jax.devices()[: tpu.chips]).reshape(tuple(axes.values()))
+        mesh = Mesh(devices, tuple(axes.keys()))
+        per_device = {d.id: {"weights": 0, "kv": 0} for d in devices.flat}
+        shapes_ok = True
+        for a in plan.arrays.values():
+            x = jax.device_put(np.zeros(a.shape, a.dtype), NamedSharding(mesh, PartitionSpec(*a.spec)))
+            bucket = "kv" if a.kind.startswith("kv") else "weights"
+            for shard in x.addressable_shards:
+                shapes_ok &= tuple(shard.data.shape) == a.shard_shape
+                per_device[shard.device.id][bucket] += shard.data.nbytes
+        out[label] = {
+            "mesh": dict(axes),
+            "shapes_ok": shapes_ok,
+            "devices": len(per_device),
+            "xla_weights": sorted({v["weights"] for v in per_device.values()}),
+            "xla_kv": sorted({v["kv"] for v in per_device.values()}),
+            "planner_weights": plan.memory.weights,
+            "planner_kv": plan.memory.kv_cache,
+        }
+    print(json.dumps(out))
+    """
+)
+
+
+def test_xla_cross_check_shard_bytes_match_planner() -> None:
+    env = {
+        **os.environ,
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=16",
+        "JAX_PLATFORMS": "cpu",
+        "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    run = subprocess.run([sys.executable, "-c", _XLA_CHECK], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    results = json.loads(run.stdout.strip().splitlines()[-1])
+    assert results["maxtext-serve-int8"]["mesh"] == {"fsdp": 1, "autoregressive": 2, "tensor": 8}
+    assert results["maxtext-train"]["mesh"] == {"fsdp": 4, "tensor": 4}
+    for label, r in results.items():
+        assert r["shapes_ok"], label
+        assert r["devices"] == (8 if label == "vllm" else 16), label
+        # Every device holds the same bytes (no padding, no uneven shards) and it is the planner's figure.
+        assert r["xla_weights"] == [r["planner_weights"]], label
+        assert r["xla_kv"] == [r["planner_kv"]], label
+        assert r["planner_weights"] > 0, label
+
+
+def test_sharding_no_default_mesh_reports_the_attempts() -> None:
+    # 5 KV heads on 16 chips: no tensor degree > 1 divides them, and a batch of one sequence cannot
+    # split over fsdp/autoregressive either, so every candidate mesh fails.
+    odd = ModelArch(
+        name="odd",
+        family="llama",
+        layers=1,
+        d_model=640,
+        q_heads=40,
+        kv_heads=5,
+        head_dim=16,
+        ffn=1024,
+        vocab=1024,
+        tied_embeddings=False,
+        gated_mlp=True,
+        published_params=None,
+        maxtext_name=None,
+        source="test",
+    )
+    with pytest.raises(PlanError, match=r"no maxtext serve mesh over the 16 chips of v6e-4x4 splits odd evenly"):
+        planner.plan(odd, slice_of("v6e", "4x4"), ServingWorkload("maxtext", 128))
+    # With a batch of 16 the fallback puts the slice on fsdp x autoregressive (40 q heads over 8).
+    derived = planner.derive_parallelism(odd, slice_of("v6e", "4x4"), ServingWorkload("maxtext", 128, per_device_batch_size=1))
+    assert derived == {"fsdp": 2, "autoregressive": 8, "tensor": 1}
