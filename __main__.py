@@ -7,6 +7,7 @@ needs next. The same file runs under real ``pulumi up`` and under ``python -m co
 
 import pulumi
 
+from components.capacity import resolve
 from components.config import ConfigError, load_stack_config
 from components.gke import GkeCluster
 from components.identity import WorkloadIdentity
@@ -14,10 +15,11 @@ from components.storage import StackBucket
 from components.tpu_pool import TpuSlicePool
 
 try:
-    config = load_stack_config()
+    stack = resolve(load_stack_config())  # verified slice + the workload's parallelism
 except ConfigError as error:
     # A clean, complete report and nothing registered.
     raise pulumi.RunError(str(error)) from None
+config = stack.config
 
 cluster = GkeCluster(config.cluster_name, config)
 pools = [TpuSlicePool(pool, config, index=i, cluster_name=cluster.cluster_name) for i, pool in enumerate(config.pool_names())]
@@ -37,3 +39,4 @@ pulumi.export("tpu_pools", [pool.pool_name for pool in pools])
 pulumi.export("buckets", {key: bucket.url for key, bucket in buckets.items()})
 pulumi.export("namespace", identity.namespace)
 pulumi.export("service_account", identity.service_account_name)
+pulumi.export("capacity", stack.capacity.memory.to_dict() | {"flags": stack.flags})

@@ -123,6 +123,7 @@ def print_plan(result: engine.PlanResult) -> None:
             s["zone"],
         )
     console.print(table)
+    print_capacity(console, data["capacity"])
     cost = data["cost_usd_per_hour"]
 
     def money(v: float | None) -> str:
@@ -133,6 +134,35 @@ def print_plan(result: engine.PlanResult) -> None:
         f"spot {money(cost['spot'])}; billed {money(cost['billed'])} — {cost['basis']}"
     )
     console.print(f"{len(result.resources)} resources, {len(result.manifests)} Kubernetes objects")
+
+
+def print_capacity(console: Any, capacity: dict[str, Any]) -> None:
+    """Per-chip memory of the verified (or planner-selected) slice."""
+    from rich.table import Table
+
+    mem = capacity["memory"]
+    how = "selected by the planner (cheapest that fits)" if capacity["selected_by_planner"] else "verified"
+    s = capacity["slice"]
+    console.print(f"Capacity: {capacity['model']} on {s['key']} ({s['chips']} chips), {how}")
+    table = Table(title="Memory per chip")
+    table.add_column("item")
+    table.add_column("GB", justify="right")
+    rows = [
+        ("weights", mem["weights_bytes"]),
+        ("KV cache", mem["kv_cache_bytes"]),
+        ("gradients + optimizer", mem["optimizer_bytes"]),
+        ("activations", mem["activation_bytes"]),
+        ("reserve", mem["reserve_bytes"]),
+        ("total", mem["total_bytes"]),
+        ("HBM", mem["hbm_bytes"]),
+        ("free (margin)", mem["margin_bytes"]),
+    ]
+    for name, value in rows:
+        if value or name in ("weights", "total", "HBM", "free (margin)"):
+            table.add_row(name, f"{value / 1e9:.2f}")
+    console.print(table)
+    flags = " ".join(f"{k}={json.dumps(v)}" for k, v in capacity["sharding"]["flags"].items())
+    console.print(f"Parallelism (derived): {flags}; margin {mem['margin_percent']}% of HBM")
 
 
 def _stack_file(args: argparse.Namespace) -> engine.StackFile:

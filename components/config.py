@@ -19,16 +19,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
 
 from components import naming
 from components.catalog import tpu as tpu_catalog
+from components.specs.base import Spec, raise_rules, rule
 
 NAMESPACE = "gke-tpu-llm"
 """Pulumi config namespace (the project name)."""
@@ -55,30 +53,8 @@ class Violation:
     fix: str
 
     def __str__(self) -> str:
-        return f"{self.key}: {self.value!r} {self.problem}. Allowed: {self.allowed}. Fix: {self.fix}."
-
-
-def _rule(path: str, value: Any, problem: str, allowed: str, fix: str) -> dict[str, Any]:
-    """A violation relative to the model being validated (path is dotted, in stack-file spelling)."""
-    return {"path": path, "value": value, "problem": problem, "allowed": allowed, "fix": fix}
-
-
-def _raise_rules(rules: list[dict[str, Any]]) -> None:
-    if rules:
-        raise PydanticCustomError("stack_rules", "{count} rule(s) violated", {"count": len(rules), "rules": rules})
-
-
-class Spec(BaseModel):
-    """Base of every spec: immutable, unknown keys rejected, camelCase keys as Pulumi stack files use."""
-
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        validate_by_alias=True,
-        validate_by_name=False,
-        use_attribute_docstrings=False,
-    )
+        allowed = f" Allowed: {self.allowed}." if self.allowed else ""
+        return f"{self.key}: {self.value!r} {self.problem}.{allowed} Fix: {self.fix}."
 
 
 class Environment(StrEnum):
@@ -159,9 +135,9 @@ class AutoscalingSpec(Spec):
     @model_validator(mode="after")
     def _min_le_max(self) -> AutoscalingSpec:
         if self.min_nodes > self.max_nodes:
-            _raise_rules(
+            raise_rules(
                 [
-                    _rule(
+                    rule(
                         "minNodes",
                         self.min_nodes,
                         f"is above maxNodes ({self.max_nodes})",
@@ -175,7 +151,11 @@ class AutoscalingSpec(Spec):
 
 class TpuSpec(Spec):
     generation: str = Field(description="TPU generation from the catalog (v5e, v6e).")
-    topology: str = Field(description="Slice topology, e.g. 4x4. Must be a catalog topology of the generation.")
+    topology: str | None = Field(
+        None,
+        description="Slice topology, e.g. 4x4 (a catalog topology of the generation). Unset lets the capacity "
+        "planner pick the cheapest slice of the generation that fits the workload; set, it is verified.",
+    )
     machine_type: str | None = Field(
         None,
         description="TPU VM machine type. Unset derives it from the topology; required only where a "
@@ -213,9 +193,9 @@ class TpuSpec(Spec):
         rules: list[dict[str, Any]] = []
         gen = tpu_catalog.GENERATIONS.get(self.generation)
         if gen is None:
-            _raise_rules(
+            raise_rules(
                 [
-                    _rule(
+                    rule(
                         "generation",
                         self.generation,
                         "is not a TPU generation in the catalog",
@@ -225,9 +205,17 @@ class TpuSpec(Spec):
                 ]
             )
             return self
-        if self.topology not in gen.topologies:
+        if self.topology is None:
+            if self.machine_type is not None and self.machine_type not in gen.machine_types:
+                rules.append(
+                    rule(
+                        "machineType", self.machine_type, f"is not a {gen.name} machine type", ", ".join(gen.machine_types),
+                        "use a listed machine type",
+                    )
+                )
+        elif self.topology not in gen.topologies:
             rules.append(
-                _rule(
+                rule(
                     "topology",
                     self.topology,
                     f"is not a {gen.name} topology",
@@ -240,7 +228,7 @@ class TpuSpec(Spec):
             machine_types = [s.machine_type for s in layouts]
             if self.machine_type is None and len(layouts) > 1:
                 rules.append(
-                    _rule(
+                    rule(
                         "machineType",
                         None,
                         f"is required: {gen.name} {self.topology} has {len(layouts)} VM layouts",
@@ -250,7 +238,7 @@ class TpuSpec(Spec):
                 )
             elif self.machine_type is not None and self.machine_type not in machine_types:
                 rules.append(
-                    _rule(
+                    rule(
                         "machineType",
                         self.machine_type,
                         f"does not build a {gen.name} {self.topology} slice",
@@ -262,7 +250,7 @@ class TpuSpec(Spec):
                 tpu_slice = self._slice_or_none()
                 if tpu_slice is not None and tpu_slice.multi_host:
                     rules.append(
-                        _rule(
+                        rule(
                             "autoscaling",
                             self.autoscaling.model_dump(by_alias=True),
                             f"is not allowed on a multi-host slice ({self.topology} = {tpu_slice.hosts} hosts, atomic)",
@@ -272,7 +260,7 @@ class TpuSpec(Spec):
                     )
         if self.zone not in gen.zones and not self.allow_undocumented_zone:
             rules.append(
-                _rule(
+                rule(
                     "zone",
                     self.zone,
                     f"is not a documented {gen.name} zone",
@@ -282,7 +270,7 @@ class TpuSpec(Spec):
             )
         if self.spot and self.reservation:
             rules.append(
-                _rule(
+                rule(
                     "reservation",
                     self.reservation,
                     "cannot be combined with spot: true",
@@ -290,18 +278,20 @@ class TpuSpec(Spec):
                     "remove one of the two",
                 )
             )
-        _raise_rules(rules)
+        raise_rules(rules)
         return self
 
     def _slice_or_none(self) -> tpu_catalog.TpuSlice | None:
+        if self.topology is None:
+            return None
         return tpu_catalog.find_slice(self.generation, self.topology, self.machine_type)
 
     @property
     def slice(self) -> tpu_catalog.TpuSlice:
         """The catalog slice; valid by construction once the spec is validated."""
         found = self._slice_or_none()
-        if found is None:  # unreachable after validation; kept for type narrowing
-            raise ValueError(f"no catalog slice for {self.generation} {self.topology} {self.machine_type}")
+        if found is None:  # only before the capacity planner has resolved an unset topology
+            raise ValueError(f"no resolved slice for {self.generation} {self.topology} {self.machine_type}")
         return found
 
     @property
@@ -380,9 +370,92 @@ WORKLOAD_ADDONS: Mapping[WorkloadKind, frozenset[str]] = {
 }
 
 
+# The planner engine and mode each workload kind runs (one place).
+WORKLOAD_ENGINE: Mapping[WorkloadKind, tuple[Literal["maxtext", "vllm", "saxml"], Literal["serve", "train"]]] = {
+    WorkloadKind.jetstream_pathways: ("maxtext", "serve"),
+    WorkloadKind.saxml: ("saxml", "serve"),
+    WorkloadKind.vllm: ("vllm", "serve"),
+    WorkloadKind.maxtext_ray: ("maxtext", "train"),
+}
+
+
 class WorkloadSpec(Spec):
     kind: WorkloadKind = Field(description="Which serving/training system runs on the slices.")
-    model: str = Field(description="Model key (see the model catalog).")
+    model: str = Field(description="Model key from the model catalog (components/catalog/models.py).")
+    weights: Literal["bfloat16", "int8"] | None = Field(
+        None,
+        description="Weight dtype in HBM. Unset: the servable's own (Saxml int8) or bfloat16. int8 keeps one "
+        "float32 scale per output channel.",
+    )
+    kv_cache: Literal["bfloat16", "int8"] | None = Field(
+        None, description="KV-cache dtype. Unset follows the weights (int8 when the weights are int8)."
+    )
+    max_target_length: Annotated[int, Field(ge=1)] = Field(
+        description="Tokens cached per sequence (MaxText max_target_length, vLLM --max-model-len, Saxml input "
+        "length + decode steps; for training, the sequence length)."
+    )
+    max_prefill_length: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="MaxText max_prefill_predict_length (serving); below maxTargetLength."
+    )
+    per_device_batch_size: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="Sequences per chip (MaxText per_device_batch_size); the cache holds this x chips."
+    )
+    batch_size: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="Sequences per slice, where the engine counts per slice (Saxml, vLLM)."
+    )
+    parallelism: dict[str, int] | None = Field(
+        None,
+        description="Mesh axes pinned by name (MaxText serving: fsdp/autoregressive/tensor; training: "
+        "fsdp/tensor; vLLM: tensor; Saxml: replica/data/mdl). Unset derives them from the slice; set, they are "
+        "verified (product = chips, tensor divides the heads).",
+    )
+    reserve_fraction: Annotated[float, Field(ge=0, lt=1)] | None = Field(
+        None,
+        description="HBM share kept free for activations and the runtime. Unset: the engine's default "
+        "(vLLM 0.10, because vLLM claims 90% of HBM; MaxText/Saxml 0.05), see components/planner.py.",
+    )
+
+    @model_validator(mode="after")
+    def _model_known(self) -> WorkloadSpec:
+        from components.catalog.models import MODELS
+
+        if self.model not in MODELS:
+            raise_rules(
+                [rule("model", self.model, "is not in the model catalog", ", ".join(MODELS), "use a catalog model key")]
+            )
+        if self.per_device_batch_size is not None and self.batch_size is not None:
+            raise_rules(
+                [
+                    rule(
+                        "batchSize", self.batch_size, "cannot be combined with perDeviceBatchSize",
+                        "one of the two", "remove one",
+                    )
+                ]
+            )
+        return self
+
+    @property
+    def engine(self) -> Literal["maxtext", "vllm", "saxml"]:
+        return WORKLOAD_ENGINE[self.kind][0]
+
+    @property
+    def mode(self) -> Literal["serve", "train"]:
+        return WORKLOAD_ENGINE[self.kind][1]
+
+
+class ControllersSpec(Spec):
+    lws_version: str = Field(
+        "0.10.0",
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="LeaderWorkerSet controller release. Defaults to 0.10.0, the current release, whose CRD "
+        "schema the project validates against.",
+    )
+    jobset_version: str = Field(
+        "0.12.0",
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="JobSet controller release. Defaults to 0.12.0, the current release (Saxml needs >= 0.2.3), "
+        "whose CRD schema the project validates against.",
+    )
 
 
 class StackConfig(Spec):
@@ -397,13 +470,17 @@ class StackConfig(Spec):
     buckets: dict[str, BucketSpec] = Field(default_factory=dict, description="Buckets by key.")
     identity: IdentitySpec = Field(default_factory=IdentitySpec, description="Workload Identity.")
     workload: WorkloadSpec = Field(description="The workload that runs on the slices.")
+    controllers: ControllersSpec = Field(
+        default_factory=ControllersSpec, description="Pinned versions of the in-cluster controllers the workload needs."
+    )
 
     @model_validator(mode="after")
     def _cross_rules(self) -> StackConfig:
         rules: list[dict[str, Any]] = []
+        gen = tpu_catalog.GENERATIONS[self.tpu.generation]
         if self.tpu.region != self.region:
             rules.append(
-                _rule(
+                rule(
                     "tpu.zone",
                     self.tpu.zone,
                     f"is not in gcp:region {self.region}",
@@ -415,10 +492,9 @@ class StackConfig(Spec):
                     "pick a zone in the region or change gcp:region",
                 )
             )
-        gen = tpu_catalog.GENERATIONS[self.tpu.generation]
         if self.cluster.version is not None and not tpu_catalog.gke_version_at_least(self.cluster.version, gen.min_gke_version):
             rules.append(
-                _rule(
+                rule(
                     "cluster.version",
                     self.cluster.version,
                     f"is below the {gen.name} minimum",
@@ -429,7 +505,7 @@ class StackConfig(Spec):
         if self.environment is Environment.prod:
             if self.cluster.deletion_protection is False:
                 rules.append(
-                    _rule(
+                    rule(
                         "cluster.deletionProtection",
                         False,
                         "turns off protection in prod",
@@ -440,7 +516,7 @@ class StackConfig(Spec):
             for key, bucket in self.buckets.items():
                 if bucket.force_destroy:
                     rules.append(
-                        _rule(
+                        rule(
                             f"buckets.{key}.forceDestroy",
                             True,
                             "would delete prod data on teardown",
@@ -451,7 +527,7 @@ class StackConfig(Spec):
         for key in self.identity.bucket_roles:
             if key not in self.buckets:
                 rules.append(
-                    _rule(
+                    rule(
                         f"identity.bucketRoles.{key}",
                         key,
                         "names no bucket of this stack",
@@ -459,7 +535,7 @@ class StackConfig(Spec):
                         "use a key under gke-tpu-llm:buckets",
                     )
                 )
-        _raise_rules(rules)
+        raise_rules(rules)
         return self
 
     # ---- derived values (never configured) ----
@@ -504,7 +580,7 @@ class StackConfig(Spec):
 
 # ---- loading and error reporting ----
 
-_TOP_KEYS = {"environment", "cluster", "tpu", "buckets", "identity", "workload"}
+_TOP_KEYS = {"environment", "cluster", "tpu", "buckets", "identity", "workload", "controllers"}
 _GCP_KEYS = {"gcp:project", "gcp:region"}
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from components.capacity import StackPlan, resolve
 from components.catalog import tpu as tpu_catalog
 from components.config import NAMESPACE, StackConfig, parse_stack_config
 
@@ -82,8 +83,8 @@ def read_stack_file(path: Path, stack: str | None = None) -> StackFile:
     return StackFile(stack=name, path=path, values=values, secret_keys=tuple(secrets))
 
 
-def config_of(stack_file: StackFile) -> StackConfig:
-    """Validate a stack file without running anything (raises ConfigError)."""
+def config_of(stack_file: StackFile) -> StackPlan:
+    """Validate a stack file and resolve its capacity without running anything (raises ConfigError)."""
     prefix = f"{NAMESPACE}:"
     values: dict[str, Any] = {}
     for key, value in stack_file.values.items():
@@ -91,7 +92,7 @@ def config_of(stack_file: StackFile) -> StackConfig:
             values[key[len(prefix) :]] = value
         elif key in ("gcp:project", "gcp:region"):
             values[key] = value
-    return parse_stack_config(values, stack_file.stack)
+    return resolve(parse_stack_config(values, stack_file.stack))
 
 
 # ---------------------------------------------------------------- recording
@@ -206,11 +207,15 @@ def _make_monitor(mocks: Any, records: list[Registration]) -> Any:
 @dataclass
 class PlanResult:
     stack: str
-    config: StackConfig
+    stack_plan: StackPlan
     resources: list[Registration]
     outputs: dict[str, Any]
     log: str = ""
     manifests: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def config(self) -> StackConfig:
+        return self.stack_plan.config
 
 
 def record(
@@ -357,13 +362,13 @@ def cost_per_hour(config: StackConfig) -> dict[str, Any]:
 
 def plan(stack_file: StackFile) -> PlanResult:
     """Validate, then run the program offline. Raises ConfigError before running on a bad config."""
-    config = config_of(stack_file)
+    stack_plan = config_of(stack_file)
     log = io.StringIO()
     with contextlib.redirect_stdout(log):
         resources, outputs = run_program(stack_file)
     return PlanResult(
         stack=stack_file.stack,
-        config=config,
+        stack_plan=stack_plan,
         resources=resources,
         outputs=outputs,
         log=log.getvalue(),
@@ -381,6 +386,7 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         "cluster": {"name": cfg.cluster_name, "location": cfg.cluster_location, "addons": sorted(cfg.addons)},
         "slices": slice_plan(cfg),
         "cost_usd_per_hour": cost_per_hour(cfg),
+        "capacity": result.stack_plan.to_dict(),
         "resources": [r.to_dict() for r in result.resources],
         "manifests": result.manifests,
         "outputs": result.outputs,

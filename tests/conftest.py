@@ -34,7 +34,7 @@ BASE: dict[str, Any] = {
     "gcp:project": "test-project-123",
     "gcp:region": "us-east5",
     "tpu": {"generation": "v6e", "topology": "4x4", "zone": "us-east5-b"},
-    "workload": {"kind": "jetstream-pathways", "model": "llama3.1-405b"},
+    "workload": {"kind": "jetstream-pathways", "model": "llama3.1-405b", "maxTargetLength": 2048},
 }
 
 

@@ -19,7 +19,7 @@ def problems(**override: Any) -> list[str]:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_config_every_stack_file_is_valid(stack: str) -> None:
-    config = engine.config_of(engine.read_stack_file(engine.stack_path(stack)))
+    config = engine.config_of(engine.read_stack_file(engine.stack_path(stack))).config
     assert isinstance(config, StackConfig)
     assert config.stack == stack
 

@@ -1,0 +1,116 @@
+"""Capacity: turn a validated stack config into a verified slice and the workload's parallelism.
+
+The stack names its model, serving/training settings and TPU generation. When it also pins a
+topology, the planner verifies that the model fits each slice and reports the margin; when it does
+not, the planner picks the cheapest slice of that generation that fits (vLLM: single-host only,
+as the seed runs it) and the config is completed with it. Either way the parallelism flags the
+workload needs come from this plan, never from the stack file, and a workload that cannot work
+is a ``ConfigError`` (exit 2, nothing registered).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components import planner
+from components.catalog import tpu as tpu_catalog
+from components.catalog.models import MODELS
+from components.config import ConfigError, StackConfig, Violation, WorkloadKind
+
+# vLLM as the seed runs it is one Deployment pod per replica: single-host slices only.
+SINGLE_HOST_ONLY = frozenset({WorkloadKind.vllm})
+
+
+@dataclass(frozen=True)
+class StackPlan:
+    """A stack whose slice is resolved and verified, with the plan every workload reads from."""
+
+    config: StackConfig
+    capacity: planner.Plan
+    selected: bool
+    """True when the planner chose the topology (the stack left it unset)."""
+
+    @property
+    def slice(self) -> tpu_catalog.TpuSlice:
+        return self.config.tpu.slice
+
+    @property
+    def flags(self) -> dict[str, Any]:
+        """Engine flags from the plan, e.g. ``{"ici_tensor_parallelism": 8, ...}``."""
+        return dict(self.capacity.sharding.flags)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"selected_by_planner": self.selected, **self.capacity.to_dict()}
+
+
+def workload_of(config: StackConfig) -> planner.Workload:
+    w = config.workload
+    if w.mode == "train":
+        return planner.TrainingWorkload(
+            per_device_batch_size=w.per_device_batch_size or 1,
+            max_target_length=w.max_target_length,
+            reserve_fraction=w.reserve_fraction,
+            parallelism=w.parallelism,
+        )
+    kv = w.kv_cache or ("int8" if w.weights == "int8" else "bfloat16")
+    return planner.ServingWorkload(
+        w.engine,
+        max_target_length=w.max_target_length,
+        max_prefill_length=w.max_prefill_length,
+        per_device_batch_size=w.per_device_batch_size,
+        batch_size=w.batch_size,
+        weight_dtype=w.weights,
+        kv_dtype=kv,
+        reserve_fraction=w.reserve_fraction,
+        parallelism=w.parallelism,
+    )
+
+
+def _with_slice(config: StackConfig, chosen: tpu_catalog.TpuSlice) -> StackConfig:
+    """The same config with the planner's topology and machine type filled in (re-validated)."""
+    data = config.model_dump(by_alias=True, exclude_none=True)
+    data["tpu"].update(topology=chosen.topology, machineType=chosen.machine_type)
+    return StackConfig.model_validate(data)
+
+
+def resolve(config: StackConfig) -> StackPlan:
+    """Verify (pinned topology) or select (unset topology) the slice; raise ConfigError otherwise."""
+    arch = MODELS[config.workload.model]
+    tpu = config.tpu
+    single_host_only = config.workload.kind in SINGLE_HOST_ONLY
+    try:
+        workload = workload_of(config)
+        if tpu.topology is None:
+            candidates = [
+                s
+                for s in tpu_catalog.all_slices()
+                if s.generation.name == tpu.generation and tpu.machine_type in (None, s.machine_type)
+            ]
+            chosen = planner.select_slice(
+                arch, workload, candidates, region=config.region, spot=tpu.spot, single_host_only=single_host_only
+            )
+            return StackPlan(_with_slice(config, chosen.slice), chosen, selected=True)
+        if single_host_only and tpu.slice.multi_host:
+            raise planner.PlanError(
+                f"{config.workload.kind.value} runs on single-host slices only and {tpu.slice.key} has "
+                f"{tpu.slice.hosts} hosts; use a single-host topology (at most 8 chips on one VM)"
+            )
+        verified = planner.verify_slice(arch, workload, tpu.slice, region=config.region, spot=tpu.spot)
+        return StackPlan(config, verified, selected=False)
+    except planner.PlanError as error:
+        message = str(error)
+        on_parallelism = "parallelism" in message and "does not divide" in message
+        key = "gke-tpu-llm:workload.parallelism" if on_parallelism else "gke-tpu-llm:tpu.topology"
+        value: Any = config.workload.parallelism if on_parallelism else tpu.topology
+        raise ConfigError(
+            [
+                Violation(
+                    key,
+                    value,
+                    f"cannot run {arch.name} ({config.workload.kind.value}): {message}",
+                    "",
+                    "change the topology, the parallelism, the dtype or the batch/length settings as the message says",
+                )
+            ]
+        ) from None

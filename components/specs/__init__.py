@@ -1,0 +1,1 @@
+"""Stack-config specs shared by the config and the per-workload modules."""

@@ -1,0 +1,36 @@
+"""Base of every stack spec, and the rule helpers that report cross-field violations.
+
+Kept apart from ``components.config`` so per-workload specs (``components/specs/<kind>.py``) can
+be defined beside their renderers and still be fields of the stack config.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+
+class Spec(BaseModel):
+    """Immutable, unknown keys rejected, camelCase keys as Pulumi stack files use."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=False,
+    )
+
+
+def rule(path: str, value: Any, problem: str, allowed: str, fix: str) -> dict[str, Any]:
+    """A violation relative to the spec being validated (path is dotted, in stack-file spelling)."""
+    return {"path": path, "value": value, "problem": problem, "allowed": allowed, "fix": fix}
+
+
+def raise_rules(rules: list[dict[str, Any]]) -> None:
+    """Raise every violation at once; ``components.config`` expands them into ``Violation``s."""
+    if rules:
+        raise PydanticCustomError("stack_rules", "{count} rule(s) violated", {"count": len(rules), "rules": rules})
