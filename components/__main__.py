@@ -205,6 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         else [_stack_file(args)]
     )
     for stack_file in stack_files:
+        for key in stack_file.placeholders:
+            print(
+                f"note: {key} is not in {stack_file.path.name}; previewing with a placeholder "
+                f"(pulumi up requires: pulumi config set --secret {key} <value>)",
+                file=sys.stderr,
+            )
         try:
             result = engine.plan(stack_file)
         except ConfigError as error:

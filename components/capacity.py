@@ -69,7 +69,7 @@ def workload_of(config: StackConfig) -> planner.Workload:
 
 def _with_slice(config: StackConfig, chosen: tpu_catalog.TpuSlice) -> StackConfig:
     """The same config with the planner's topology and machine type filled in (re-validated)."""
-    data = config.model_dump(by_alias=True, exclude_none=True)
+    data = config.model_dump(by_alias=True, exclude_unset=True)
     data["tpu"].update(topology=chosen.topology, machineType=chosen.machine_type)
     return StackConfig.model_validate(data)
 

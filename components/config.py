@@ -12,7 +12,7 @@ from ``components.catalog``; they are exposed here as derived properties.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -23,10 +23,15 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from pydantic.alias_generators import to_camel
 
 from components import naming
 from components.catalog import tpu as tpu_catalog
 from components.specs.base import Spec, raise_rules, rule
+from components.specs.jetstream import JetstreamSpec
+from components.specs.maxtext_ray import MaxTextRaySpec
+from components.specs.saxml import SaxmlSpec
+from components.specs.vllm import VllmSpec
 
 NAMESPACE = "gke-tpu-llm"
 """Pulumi config namespace (the project name)."""
@@ -209,7 +214,10 @@ class TpuSpec(Spec):
             if self.machine_type is not None and self.machine_type not in gen.machine_types:
                 rules.append(
                     rule(
-                        "machineType", self.machine_type, f"is not a {gen.name} machine type", ", ".join(gen.machine_types),
+                        "machineType",
+                        self.machine_type,
+                        f"is not a {gen.name} machine type",
+                        ", ".join(gen.machine_types),
                         "use a listed machine type",
                     )
                 )
@@ -379,6 +387,16 @@ WORKLOAD_ENGINE: Mapping[WorkloadKind, tuple[Literal["maxtext", "vllm", "saxml"]
 }
 
 
+# The workload section each kind reads (``gke-tpu-llm:workload.<section>``).
+WORKLOAD_SECTION: Mapping[WorkloadKind, str] = {
+    WorkloadKind.jetstream_pathways: "jetstream",
+    WorkloadKind.saxml: "saxml",
+    WorkloadKind.vllm: "vllm",
+    WorkloadKind.maxtext_ray: "maxtext_ray",
+}
+WORKLOAD_SECTIONS: Mapping[str, WorkloadKind] = {v: k for k, v in WORKLOAD_SECTION.items()}
+
+
 class WorkloadSpec(Spec):
     kind: WorkloadKind = Field(description="Which serving/training system runs on the slices.")
     model: str = Field(description="Model key from the model catalog (components/catalog/models.py).")
@@ -415,20 +433,39 @@ class WorkloadSpec(Spec):
         "(vLLM 0.10, because vLLM claims 90% of HBM; MaxText/Saxml 0.05), see components/planner.py.",
     )
 
+    jetstream: JetstreamSpec = Field(default_factory=JetstreamSpec, description="Settings when kind is jetstream-pathways.")
+    saxml: SaxmlSpec = Field(default_factory=SaxmlSpec, description="Settings when kind is saxml.")
+    vllm: VllmSpec = Field(default_factory=VllmSpec, description="Settings when kind is vllm.")
+    maxtext_ray: MaxTextRaySpec = Field(default_factory=MaxTextRaySpec, description="Settings when kind is maxtext-ray.")
+
     @model_validator(mode="after")
     def _model_known(self) -> WorkloadSpec:
         from components.catalog.models import MODELS
 
         if self.model not in MODELS:
-            raise_rules(
-                [rule("model", self.model, "is not in the model catalog", ", ".join(MODELS), "use a catalog model key")]
-            )
+            raise_rules([rule("model", self.model, "is not in the model catalog", ", ".join(MODELS), "use a catalog model key")])
+        for section, kind in WORKLOAD_SECTIONS.items():
+            if section in self.model_fields_set and kind is not self.kind:
+                raise_rules(
+                    [
+                        rule(
+                            to_camel(section),
+                            "(set)",
+                            f"applies to kind {kind.value}, not {self.kind.value}",
+                            f"the {to_camel(WORKLOAD_SECTION[self.kind])} section",
+                            "remove the section or change kind",
+                        )
+                    ]
+                )
         if self.per_device_batch_size is not None and self.batch_size is not None:
             raise_rules(
                 [
                     rule(
-                        "batchSize", self.batch_size, "cannot be combined with perDeviceBatchSize",
-                        "one of the two", "remove one",
+                        "batchSize",
+                        self.batch_size,
+                        "cannot be combined with perDeviceBatchSize",
+                        "one of the two",
+                        "remove one",
                     )
                 ]
             )
@@ -649,20 +686,68 @@ def violations_from(error: ValidationError) -> list[Violation]:
     return out
 
 
-def parse_stack_config(values: Mapping[str, Any], stack: str) -> StackConfig:
-    """Validate raw config (``{"gcp:project": ..., "tpu": {...}, ...}``); raise ConfigError with every problem."""
-    unknown = [k for k in values if k not in _TOP_KEYS and k not in _GCP_KEYS]
+# Secret config keys (``pulumi config set --secret gke-tpu-llm:<key>``) and what they are. Their
+# values never enter the specs: components read them with ``pulumi.Config.require_secret``.
+SECRETS: Mapping[str, str] = {
+    "hfToken": "Hugging Face access token of an account that accepted the model's license",
+}
+REQUIRED_SECRETS: Mapping[WorkloadKind, tuple[str, ...]] = {WorkloadKind.vllm: ("hfToken",)}
+
+
+def required_secrets(kind: object) -> tuple[str, ...]:
+    """Secrets the workload kind (raw stack-file value) needs; () for an unknown kind."""
+    kinds = {k.value: k for k in WorkloadKind}
+    return REQUIRED_SECRETS.get(kinds[kind], ()) if isinstance(kind, str) and kind in kinds else ()
+
+
+def _secret_violations(values: Mapping[str, Any], secret_keys: Collection[str]) -> list[Violation]:
+    out: list[Violation] = []
+    for key in SECRETS:
+        if key in values and f"{NAMESPACE}:{key}" not in secret_keys:
+            out.append(
+                Violation(
+                    _format_key([key]),
+                    "(plaintext)",
+                    "is stored in plaintext",
+                    "a secret value",
+                    f"pulumi config set --secret {NAMESPACE}:{key} <value>",
+                )
+            )
+    workload = values.get("workload")
+    kind = workload.get("kind") if isinstance(workload, Mapping) else None
+    for key in required_secrets(kind):
+        if key not in values:
+            out.append(
+                Violation(
+                    _format_key([key]),
+                    None,
+                    f"is required for {kind} ({SECRETS[key]})",
+                    "a secret value",
+                    f"pulumi config set --secret {NAMESPACE}:{key} <value>",
+                )
+            )
+    return out
+
+
+def parse_stack_config(values: Mapping[str, Any], stack: str, secret_keys: Collection[str] = ()) -> StackConfig:
+    """Validate raw config (``{"gcp:project": ..., "tpu": {...}, ...}``); raise ConfigError with every problem.
+
+    ``secret_keys`` are the full keys the engine holds as secrets; secret values are checked for
+    presence and secrecy only and are not part of the returned config.
+    """
+    unknown = [k for k in values if k not in _TOP_KEYS and k not in _GCP_KEYS and k not in SECRETS]
     pre: list[Violation] = [
         Violation(
             _format_key([k]),
             values[k],
             "is an unknown key",
-            ", ".join(sorted(_TOP_KEYS)) + " (under gke-tpu-llm:) and gcp:project, gcp:region",
+            ", ".join(sorted(_TOP_KEYS | set(SECRETS))) + " (under gke-tpu-llm:) and gcp:project, gcp:region",
             "remove it or fix its spelling",
         )
         for k in unknown
     ]
-    data = {k: v for k, v in values.items() if k not in unknown}
+    pre += _secret_violations(values, secret_keys)
+    data = {k: v for k, v in values.items() if k not in unknown and k not in SECRETS}
     try:
         config = StackConfig.model_validate({"stack": stack, **data})
     except ValidationError as exc:
@@ -680,6 +765,12 @@ def _decode(raw: Any) -> Any:
         except json.JSONDecodeError:
             return raw
     return raw
+
+
+def secret_keys_from_runtime() -> set[str]:
+    from pulumi.runtime import config as runtime_config
+
+    return set(runtime_config.get_config_secret_keys_env()) | set(runtime_config._SECRET_KEYS.get())
 
 
 def raw_config_from_runtime() -> dict[str, Any]:
@@ -701,4 +792,4 @@ def load_stack_config() -> StackConfig:
     """The single loader used by ``__main__.py``."""
     import pulumi
 
-    return parse_stack_config(raw_config_from_runtime(), pulumi.get_stack())
+    return parse_stack_config(raw_config_from_runtime(), pulumi.get_stack(), secret_keys_from_runtime())

@@ -27,7 +27,7 @@ import yaml
 
 from components.capacity import StackPlan, resolve
 from components.catalog import tpu as tpu_catalog
-from components.config import NAMESPACE, StackConfig, parse_stack_config
+from components.config import NAMESPACE, StackConfig, parse_stack_config, required_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS_DIR = ROOT / "stacks"
@@ -56,6 +56,8 @@ class StackFile:
     values: dict[str, Any]
     """Full keys (``gke-tpu-llm:tpu``, ``gcp:project``) to decoded values; secrets as placeholders."""
     secret_keys: tuple[str, ...]
+    placeholders: tuple[str, ...] = ()
+    """Required secrets the file does not hold, filled with placeholders for the offline preview."""
 
 
 def stack_path(stack: str) -> Path:
@@ -66,9 +68,13 @@ def list_stacks() -> list[str]:
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
 
 
-def read_stack_file(path: Path, stack: str | None = None) -> StackFile:
+def read_stack_file(path: Path, stack: str | None = None, *, fill_secrets: bool = True) -> StackFile:
     """Read ``Pulumi.<stack>.yaml``. Encrypted values (``secure:``) cannot be decrypted offline and
-    become placeholders marked secret, exactly as the program would see an unknown secret."""
+    become placeholders marked secret, exactly as the program would see an unknown secret.
+
+    A committed stack file cannot hold a user's token, so with ``fill_secrets`` the secrets the
+    workload requires but the file lacks are filled with placeholders too (and listed in
+    ``placeholders``); ``pulumi up`` has no such fallback and stops with a config error."""
     doc = yaml.safe_load(path.read_text()) or {}
     raw = doc.get("config") or {}
     values: dict[str, Any] = {}
@@ -79,8 +85,18 @@ def read_stack_file(path: Path, stack: str | None = None) -> StackFile:
             secrets.append(key)
         else:
             values[key] = value
+    placeholders: list[str] = []
+    workload = values.get(f"{NAMESPACE}:workload")
+    kind = workload.get("kind") if isinstance(workload, Mapping) else None
+    if fill_secrets:
+        for key in required_secrets(kind):
+            full = f"{NAMESPACE}:{key}"
+            if full not in values:
+                values[full] = SECRET_PLACEHOLDER
+                secrets.append(full)
+                placeholders.append(full)
     name = stack or (path.name[len("Pulumi.") : -len(".yaml")] if path.name.startswith("Pulumi.") else path.stem)
-    return StackFile(stack=name, path=path, values=values, secret_keys=tuple(secrets))
+    return StackFile(stack=name, path=path, values=values, secret_keys=tuple(secrets), placeholders=tuple(placeholders))
 
 
 def config_of(stack_file: StackFile) -> StackPlan:
@@ -92,7 +108,7 @@ def config_of(stack_file: StackFile) -> StackPlan:
             values[key[len(prefix) :]] = value
         elif key in ("gcp:project", "gcp:region"):
             values[key] = value
-    return resolve(parse_stack_config(values, stack_file.stack))
+    return resolve(parse_stack_config(values, stack_file.stack, stack_file.secret_keys))
 
 
 # ---------------------------------------------------------------- recording

@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from components import engine  # noqa: E402
-from components.config import StackConfig, parse_stack_config  # noqa: E402
+from components.config import StackConfig, parse_stack_config, required_secrets  # noqa: E402
 
 STACKS = engine.list_stacks()
 
@@ -51,8 +51,16 @@ def merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def make_config(stack: str = "test", **override: Any) -> StackConfig:
-    return parse_stack_config(merged(BASE, override), stack)
+def make_config(stack: str = "test", *, with_secrets: bool = True, **override: Any) -> StackConfig:
+    """A validated config from BASE + overrides; required secrets are supplied as secret placeholders
+    unless ``with_secrets`` is False."""
+    values = merged(BASE, override)
+    secret_keys: list[str] = []
+    if with_secrets:
+        for key in required_secrets(values["workload"].get("kind")):
+            values.setdefault(key, "[secret]")
+            secret_keys.append(f"gke-tpu-llm:{key}")
+    return parse_stack_config(values, stack, secret_keys)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pulumi
 import pytest
@@ -22,15 +21,11 @@ SEED_HARDWARE = {
 }
 
 
-def stack_values(stack: str) -> dict[str, Any]:
-    return engine.read_stack_file(engine.stack_path(stack)).values
-
-
-def without_topology(stack: str, **tpu_override: Any) -> engine.StackFile:
-    values = stack_values(stack)
-    tpu = {k: v for k, v in values["gke-tpu-llm:tpu"].items() if k not in ("topology", "machineType")}
-    values["gke-tpu-llm:tpu"] = tpu | tpu_override
-    return engine.StackFile(stack, engine.stack_path(stack), values, ())
+def without_topology(stack: str) -> engine.StackFile:
+    stack_file = engine.read_stack_file(engine.stack_path(stack))
+    tpu = stack_file.values["gke-tpu-llm:tpu"]
+    stack_file.values["gke-tpu-llm:tpu"] = {k: v for k, v in tpu.items() if k not in ("topology", "machineType")}
+    return stack_file
 
 
 @pytest.mark.parametrize("stack", sorted(SEED_HARDWARE))

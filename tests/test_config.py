@@ -168,3 +168,30 @@ def test_config_addons_follow_the_workload() -> None:
     assert vllm.addons == {"gcsFuseCsiDriver"}
     ray = make_config(workload={"kind": "maxtext-ray", "model": "llama3-8b"})
     assert ray.addons == {"gcsFuseCsiDriver", "rayOperator"}
+
+
+def test_config_vllm_requires_the_hf_token_as_a_secret() -> None:
+    vllm: dict[str, Any] = {
+        "tpu": {"topology": "2x4", "machineType": "ct6e-standard-8t"},
+        "workload": {"kind": "vllm", "model": "llama3.1-70b"},
+    }
+    with pytest.raises(ConfigError) as info:
+        make_config(with_secrets=False, **vllm)
+    (missing,) = info.value.violations
+    assert missing.key == "gke-tpu-llm:hfToken"
+    assert "pulumi config set --secret gke-tpu-llm:hfToken" in str(missing)
+    with pytest.raises(ConfigError, match="is stored in plaintext"):
+        make_config(with_secrets=False, hfToken="hf_abc", **vllm)
+    assert make_config(**vllm).workload.kind.value == "vllm"
+
+
+def test_config_secret_values_never_enter_the_specs() -> None:
+    config = make_config(
+        tpu={"topology": "2x4", "machineType": "ct6e-standard-8t"}, workload={"kind": "vllm", "model": "llama3.1-70b"}
+    )
+    assert "[secret]" not in config.model_dump_json()
+
+
+def test_config_workload_section_must_match_kind() -> None:
+    (msg,) = problems(workload={"vllm": {}})
+    assert msg.startswith("gke-tpu-llm:workload.vllm: '(set)' applies to kind vllm, not jetstream-pathways")
