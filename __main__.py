@@ -13,6 +13,7 @@ from components.gke import GkeCluster
 from components.identity import WorkloadIdentity
 from components.storage import StackBucket
 from components.tpu_pool import TpuSlicePool
+from components.workloads import deploy_workload
 
 try:
     stack = resolve(load_stack_config())  # verified slice + the workload's parallelism
@@ -32,6 +33,8 @@ identity = WorkloadIdentity(
     cluster=cluster.cluster,
 )
 
+workload_outputs = deploy_workload(stack, cluster=cluster, identity=identity, buckets=buckets)
+
 pulumi.export("cluster_name", cluster.cluster_name)
 pulumi.export("get_credentials_command", cluster.get_credentials_command)
 pulumi.export("kubeconfig", cluster.kubeconfig)
@@ -40,3 +43,5 @@ pulumi.export("buckets", {key: bucket.url for key, bucket in buckets.items()})
 pulumi.export("namespace", identity.namespace)
 pulumi.export("service_account", identity.service_account_name)
 pulumi.export("capacity", stack.capacity.memory.to_dict() | {"flags": stack.flags})
+for key, value in workload_outputs.items():
+    pulumi.export(key, value)

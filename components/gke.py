@@ -96,6 +96,11 @@ class GkeCluster(pulumi.ComponentResource):
                     [gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(enabled=True)] if "rayOperator" in addons else None
                 ),
             ),
+            # Managed Prometheus on: PodMonitoring resources (vLLM metrics) need its collectors.
+            monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
+                enable_components=["SYSTEM_COMPONENTS"],
+                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
+            ),
             resource_labels=config.labels,
             opts=pulumi.ResourceOptions(
                 parent=self,

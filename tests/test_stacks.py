@@ -75,8 +75,10 @@ def test_stack_platform_basics(stack_plan: engine.PlanResult) -> None:
     # every custom resource sits under one of our components
     parents = {c.urn for c in components}
     assert all(r.parent in parents for r in stack_plan.resources if r.custom)
-    # nothing project-wide, no keys
-    assert not [r for r in stack_plan.resources if r.type.startswith(("gcp:projects/", "gcp:serviceaccount/key:"))]
+    # no project-wide storage roles, no service-account keys
+    project_iam = [r for r in stack_plan.resources if r.type.startswith("gcp:projects/")]
+    assert not [r for r in project_iam if str(r.inputs.get("role", "")).startswith("roles/storage.")]
+    assert not [r for r in stack_plan.resources if r.type.startswith("gcp:serviceaccount/key:")]
 
 
 def test_stack_prod_has_deletion_protection_and_no_force_destroy() -> None:
