@@ -49,6 +49,8 @@ KEY_INPUTS: dict[str, tuple[str, ...]] = {
     "gcp:serviceaccount/account:Account": ("accountId",),
     "gcp:serviceaccount/iAMMember:IAMMember": ("role", "member"),
     "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", "role", "member"),
+    "gcp:projects/iAMMember:IAMMember": ("role", "member"),
+    "gcp:artifactregistry/repository:Repository": ("repositoryId", "location", "format"),
 }
 
 
@@ -184,13 +186,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.<stack>.yaml)")
         p.add_argument("--config", metavar="FILE", help="run this stack file instead of a named stack")
+        p.add_argument("--all", action="store_true", help="every stack in stacks/")
         if name == "plan":
-            p.add_argument("--json", action="store_true", help="print one JSON object")
+            p.add_argument("--json", action="store_true", help="print one JSON object (with --all: one per stack)")
         else:
             p.add_argument("--out", metavar="DIR", help="output directory (default manifests/STACK/)")
-            p.add_argument("--all", action="store_true", help="render every stack in stacks/")
     sub.add_parser("docs", help="regenerate the configuration reference in README.md")
+    review = sub.add_parser("review", help="pull-request comment comparing two `plan --all --json` files")
+    review.add_argument("base", help="plans of the base commit")
+    review.add_argument("head", help="plans of the head commit")
     args = parser.parse_args(argv)
+    if args.command == "review":
+        from components.review import compare, render_comment
+
+        base, head = (json.loads(Path(p).read_text()) for p in (args.base, args.head))
+        print(render_comment(compare(base, head)), end="")
+        return 0
     if args.command == "docs":
         from components.docs import update_readme
 
@@ -204,6 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "all", False)
         else [_stack_file(args)]
     )
+    all_plans: dict[str, Any] = {}
     for stack_file in stack_files:
         for key in stack_file.placeholders:
             print(
@@ -217,7 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{stack_file.path}: {error}", file=sys.stderr)
             return 2
         if args.command == "plan":
-            if args.json:
+            if args.json and args.all:
+                all_plans[result.stack] = engine.plan_json(result)
+            elif args.json:
                 print(json.dumps(engine.plan_json(result), indent=1))
             else:
                 print_plan(result)
@@ -226,6 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             written = engine.write_manifests(result.stack, result.manifests, out)
             where = out or engine.MANIFESTS_DIR / result.stack
             print(f"{result.stack}: wrote {len(written)} manifest(s) to {where}")
+    if all_plans:
+        print(json.dumps(all_plans, indent=1))
     return 0
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from components import planner
 from components.catalog import tpu as tpu_catalog
 from components.catalog.models import MODELS
@@ -67,11 +69,15 @@ def workload_of(config: StackConfig) -> planner.Workload:
     )
 
 
-def _with_slice(config: StackConfig, chosen: tpu_catalog.TpuSlice) -> StackConfig:
-    """The same config with the planner's topology and machine type filled in (re-validated)."""
+def _with_slice(config: StackConfig, chosen: tpu_catalog.TpuSlice) -> StackConfig | None:
+    """The same config with ``chosen`` filled in and re-validated, or None when the workload's own
+    rules reject that slice (e.g. the disaggregated JetStream server needs 8-chip slices)."""
     data = config.model_dump(by_alias=True, exclude_unset=True)
     data["tpu"].update(topology=chosen.topology, machineType=chosen.machine_type)
-    return StackConfig.model_validate(data)
+    try:
+        return StackConfig.model_validate(data)
+    except ValidationError:
+        return None
 
 
 def resolve(config: StackConfig) -> StackPlan:
@@ -82,15 +88,23 @@ def resolve(config: StackConfig) -> StackPlan:
     try:
         workload = workload_of(config)
         if tpu.topology is None:
-            candidates = [
-                s
+            # Only slices the whole config accepts compete on price.
+            completed = {
+                s.key: c
                 for s in tpu_catalog.all_slices()
-                if s.generation.name == tpu.generation and tpu.machine_type in (None, s.machine_type)
-            ]
+                if s.generation.name == tpu.generation
+                and tpu.machine_type in (None, s.machine_type)
+                and (c := _with_slice(config, s)) is not None
+            }
             chosen = planner.select_slice(
-                arch, workload, candidates, region=config.region, spot=tpu.spot, single_host_only=single_host_only
+                arch,
+                workload,
+                [c.tpu.slice for c in completed.values()],
+                region=config.region,
+                spot=tpu.spot,
+                single_host_only=single_host_only,
             )
-            return StackPlan(_with_slice(config, chosen.slice), chosen, selected=True)
+            return StackPlan(completed[chosen.slice.key], chosen, selected=True)
         if single_host_only and tpu.slice.multi_host:
             raise planner.PlanError(
                 f"{config.workload.kind.value} runs on single-host slices only and {tpu.slice.key} has "

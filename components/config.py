@@ -79,12 +79,23 @@ class EnvironmentPolicy:
     """Buckets may be deleted with their objects (dev only: cheap teardown)."""
     deletion_protection: bool
     """GKE's own deletion protection on the cluster."""
+    allow_spot: bool
+    """Spot TPU capacity may be used (it can be preempted with 30 s warning)."""
 
 
 ENVIRONMENTS: Mapping[Environment, EnvironmentPolicy] = {
-    Environment.dev: EnvironmentPolicy(protect=False, retain_on_delete=False, force_destroy=True, deletion_protection=False),
-    Environment.prod: EnvironmentPolicy(protect=True, retain_on_delete=True, force_destroy=False, deletion_protection=True),
+    Environment.dev: EnvironmentPolicy(
+        protect=False, retain_on_delete=False, force_destroy=True, deletion_protection=False, allow_spot=True
+    ),
+    # prod: nothing is deleted or replaced by accident, data outlives the stack, and serving
+    # capacity is not preemptible.
+    Environment.prod: EnvironmentPolicy(
+        protect=True, retain_on_delete=True, force_destroy=False, deletion_protection=True, allow_spot=False
+    ),
 }
+ALLOW_REPLACE_LABEL = "gke-tpu-llm-allow-replace"
+"""GCP label marking a prod cluster or TPU pool whose replacement a reviewed change allowed (the
+policy pack reads it; see ``allowReplacement``)."""
 
 
 class SystemPoolSpec(Spec):
@@ -127,6 +138,11 @@ class ClusterSpec(Spec):
     )
     deletion_protection: bool | None = Field(
         None, description="GKE deletion protection. Defaults to the environment's policy (on in prod)."
+    )
+    allow_replacement: bool = Field(
+        False,
+        description="Lift Pulumi protection from the cluster for one reviewed change that must replace or "
+        "delete it (prod only; GKE deletion protection must be switched off in the same change).",
     )
     system_pool: SystemPoolSpec = Field(
         default_factory=SystemPoolSpec, description="CPU pool for kube-system, controllers and CPU servers."
@@ -175,7 +191,14 @@ class TpuSpec(Spec):
         description="Accept a zone the catalog does not list for the generation. Off by default because "
         "a wrong zone fails only at apply time; turn on when Google adds a zone before the catalog does.",
     )
-    spot: bool = Field(False, description="Use Spot VMs (preemptible, cheaper). Defaults to on-demand.")
+    spot: bool = Field(
+        False, description="Use Spot VMs (preemptible, cheaper). Defaults to on-demand; not allowed in prod."
+    )
+    allow_replacement: bool = Field(
+        False,
+        description="Lift Pulumi protection from the TPU pools for one reviewed change that must replace them "
+        "(a topology or machine-type change in prod). Off by default because a replaced slice may not come back.",
+    )
     reservation: str | None = Field(None, description="Name of a specific reservation to consume. Unset consumes none.")
     autoscaling: AutoscalingSpec | None = Field(
         None,
@@ -472,6 +495,12 @@ class WorkloadSpec(Spec):
         return self
 
     @property
+    def section(self) -> Spec:
+        """The settings section of this workload's kind (``jetstream``, ``vllm``, …)."""
+        section: Spec = getattr(self, WORKLOAD_SECTION[self.kind])
+        return section
+
+    @property
     def engine(self) -> Literal["maxtext", "vllm", "saxml"]:
         return WORKLOAD_ENGINE[self.kind][0]
 
@@ -539,8 +568,15 @@ class StackConfig(Spec):
                     f"set cluster.version to {gen.min_gke_version} or newer, or unset it",
                 )
             )
+        if self.tpu.spot and not self.policy.allow_spot:
+            rules.append(
+                rule(
+                    "tpu.spot", True, f"is not allowed in {self.environment.value} (preemptible serving capacity)",
+                    "false", "use on-demand capacity or a reservation",
+                )
+            )
         if self.environment is Environment.prod:
-            if self.cluster.deletion_protection is False:
+            if self.cluster.deletion_protection is False and not self.cluster.allow_replacement:
                 rules.append(
                     rule(
                         "cluster.deletionProtection",
@@ -572,6 +608,9 @@ class StackConfig(Spec):
                         "use a key under gke-tpu-llm:buckets",
                     )
                 )
+        # Workload rules that need the pools, buckets or model (e.g. HPA max <= pool nodes) live with
+        # the workload's spec; this file only dispatches to the active section.
+        rules += self.workload.section.stack_rules(self)
         raise_rules(rules)
         return self
 
@@ -580,6 +619,18 @@ class StackConfig(Spec):
     @property
     def policy(self) -> EnvironmentPolicy:
         return ENVIRONMENTS[self.environment]
+
+    @property
+    def cluster_protected(self) -> bool:
+        return self.policy.protect and not self.cluster.allow_replacement
+
+    @property
+    def pools_protected(self) -> bool:
+        return self.policy.protect and not self.tpu.allow_replacement
+
+    def labels_for(self, allow_replacement: bool) -> dict[str, str]:
+        """Resource labels, with the allowance marker the policy pack reads when set."""
+        return self.labels | ({ALLOW_REPLACE_LABEL: "true"} if allow_replacement else {})
 
     @property
     def cluster_name(self) -> str:
@@ -690,14 +741,26 @@ def violations_from(error: ValidationError) -> list[Violation]:
 # values never enter the specs: components read them with ``pulumi.Config.require_secret``.
 SECRETS: Mapping[str, str] = {
     "hfToken": "Hugging Face access token of an account that accepted the model's license",
+    "metaCheckpointUrl": "Meta's signed Llama download URL (from the license e-mail), for the checkpoint "
+    "conversion Job (required while workload.jetstream.conversion.enabled is true)",
 }
-REQUIRED_SECRETS: Mapping[WorkloadKind, tuple[str, ...]] = {WorkloadKind.vllm: ("hfToken",)}
-
-
-def required_secrets(kind: object) -> tuple[str, ...]:
-    """Secrets the workload kind (raw stack-file value) needs; () for an unknown kind."""
+def required_secrets(workload: object) -> tuple[str, ...]:
+    """Secrets the raw ``gke-tpu-llm:workload`` value needs, as its section says (e.g. vLLM's Hugging
+    Face token; the Meta URL only while checkpoint conversion is on). () when the section is invalid:
+    validation reports that instead."""
+    if not isinstance(workload, Mapping):
+        return ()
     kinds = {k.value: k for k in WorkloadKind}
-    return REQUIRED_SECRETS.get(kinds[kind], ()) if isinstance(kind, str) and kind in kinds else ()
+    kind = kinds.get(str(workload.get("kind")))
+    if kind is None:
+        return ()
+    section = WORKLOAD_SECTION[kind]
+    spec_class = WorkloadSpec.model_fields[section].annotation
+    try:
+        spec = spec_class.model_validate(workload.get(to_camel(section), {}))  # type: ignore[union-attr]
+    except ValidationError:
+        return ()
+    return tuple(spec.required_secrets())
 
 
 def _secret_violations(values: Mapping[str, Any], secret_keys: Collection[str]) -> list[Violation]:
@@ -715,7 +778,7 @@ def _secret_violations(values: Mapping[str, Any], secret_keys: Collection[str]) 
             )
     workload = values.get("workload")
     kind = workload.get("kind") if isinstance(workload, Mapping) else None
-    for key in required_secrets(kind):
+    for key in required_secrets(workload):
         if key not in values:
             out.append(
                 Violation(

@@ -17,6 +17,7 @@ import atexit
 import contextlib
 import io
 import json
+import re
 import runpy
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,10 +87,8 @@ def read_stack_file(path: Path, stack: str | None = None, *, fill_secrets: bool 
         else:
             values[key] = value
     placeholders: list[str] = []
-    workload = values.get(f"{NAMESPACE}:workload")
-    kind = workload.get("kind") if isinstance(workload, Mapping) else None
     if fill_secrets:
-        for key in required_secrets(kind):
+        for key in required_secrets(values.get(f"{NAMESPACE}:workload")):
             full = f"{NAMESPACE}:{key}"
             if full not in values:
                 values[full] = SECRET_PLACEHOLDER
@@ -309,6 +308,8 @@ def manifests_of(resources: list[Registration]) -> list[dict[str, Any]]:
     for res in resources:
         if not res.type.startswith("kubernetes:") or res.type.startswith("pulumi:providers:") or not res.custom:
             continue
+        if res.type.startswith("kubernetes:helm.sh/"):
+            continue  # a Helm release (controller install) is not an object manifest
         inputs = dict(res.inputs)
         obj = {"apiVersion": inputs.pop("apiVersion"), "kind": inputs.pop("kind")}
         obj.update(inputs)
@@ -414,7 +415,9 @@ def manifest_files(manifests: list[dict[str, Any]]) -> Iterator[tuple[str, str]]
     for i, obj in enumerate(manifests):
         meta = obj.get("metadata", {})
         ns = meta.get("namespace")
-        base = f"{i:02d}-{obj['kind'].lower()}-{(ns + '-') if ns else ''}{meta.get('name', 'unnamed')}.yaml"
+        # File names stay portable: ':' (as in RBAC names like system:auth-delegator) becomes '-'.
+        stem = re.sub(r"[^A-Za-z0-9._-]", "-", f"{(ns + '-') if ns else ''}{meta.get('name', 'unnamed')}")
+        base = f"{i:02d}-{obj['kind'].lower()}-{stem}.yaml"
         yield base, yaml.safe_dump(obj, sort_keys=True, default_flow_style=False)
 
 

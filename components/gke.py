@@ -70,7 +70,6 @@ class GkeCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
-        policy = config.policy
         addons = config.addons
         spec = config.cluster
 
@@ -101,10 +100,10 @@ class GkeCluster(pulumi.ComponentResource):
                 enable_components=["SYSTEM_COMPONENTS"],
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
             ),
-            resource_labels=config.labels,
+            resource_labels=config.labels_for(spec.allow_replacement),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                protect=policy.protect,
+                protect=config.cluster_protected,
                 # The removed default pool's node_config and count are create-only inputs;
                 # ignoring them avoids the well-known perpetual diff / replacement.
                 ignore_changes=["nodeConfig", "initialNodeCount"],

@@ -12,6 +12,13 @@ Two modes (chosen per stack, ``identity.mode``), never both:
 Roles are always granted on each bucket (``BucketIAMMember``), never project-wide; the allowed
 roles are object-level only (viewer/user/admin), so ``roles/storage.admin`` cannot be expressed.
 No service-account keys are ever created.
+
+TPU pools with ``tpu.workloadMetadata: GCE_METADATA`` (the mode the upstream Pathways tutorials
+use) have no Workload Identity: pods on them act as the *node's* service account, and the KSA's
+identity above is ignored there. So that such pods still reach exactly their buckets, those pools
+run as a dedicated node GSA (``<stack>-tpu-nodes``) that holds the same per-bucket roles plus
+``roles/container.defaultNodeServiceAccount`` (GKE's least-privilege node role: logs, metrics) and
+nothing else, instead of the Compute Engine default account (project Editor in many projects).
 """
 
 from __future__ import annotations
@@ -26,6 +33,18 @@ from components import k8s as k8s_objects
 from components import naming
 from components.config import StackConfig
 from components.render import render_namespace, render_service_account
+
+NODE_ROLE = "roles/container.defaultNodeServiceAccount"
+"""GKE's least-privilege role for a node service account (logging, monitoring, metadata)."""
+
+
+def node_service_account_id(config: StackConfig) -> str:
+    """Account id of the TPU nodes' GSA under GCE metadata (deterministic, so pools can name it)."""
+    return naming.service_account_id(config.stack, "tpu-nodes")
+
+
+def node_service_account_email(config: StackConfig) -> str:
+    return f"{node_service_account_id(config)}@{config.project}.iam.gserviceaccount.com"
 
 
 def principal_member(project_number: str, project: str, namespace: str, ksa: str) -> str:
@@ -42,6 +61,8 @@ class WorkloadIdentity(pulumi.ComponentResource):
     service_account_name: str
     member: pulumi.Output[str]
     gsa_email: pulumi.Output[str] | None
+    node_gsa_email: pulumi.Output[str] | None
+    """The TPU nodes' GSA under GCE metadata (pods there act as it); None with GKE metadata."""
 
     def __init__(
         self,
@@ -103,11 +124,41 @@ class WorkloadIdentity(pulumi.ComponentResource):
                 opts=iam_opts,
             )
 
+        self.node_gsa_email = None
+        if config.tpu.workload_metadata == "GCE_METADATA":
+            # TpuSlicePool names this account by its deterministic email; it is created at the start
+            # of the run (no dependencies) while the pools wait for the cluster.
+            node_gsa = gcp.serviceaccount.Account(
+                f"{name}-node-gsa",
+                account_id=node_service_account_id(config),
+                display_name=f"{config.stack} TPU nodes (GCE metadata: pods act as this account)",
+                project=config.project,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            node_member = node_gsa.email.apply(lambda email: f"serviceAccount:{email}")
+            gcp.projects.IAMMember(
+                f"{name}-node-role",
+                project=config.project,
+                role=NODE_ROLE,
+                member=node_member,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for key, role in sorted(spec.bucket_roles.items()):
+                gcp.storage.BucketIAMMember(
+                    f"{name}-{key}-node-access",
+                    bucket=bucket_names[key],
+                    role=role,
+                    member=node_member,
+                    opts=iam_opts,
+                )
+            self.node_gsa_email = node_gsa.email
+
         self.register_outputs(
             {
                 "namespace": self.namespace,
                 "service_account": self.service_account_name,
                 "member": self.member,
                 "gsa_email": self.gsa_email,
+                "node_gsa_email": self.node_gsa_email,
             }
         )

@@ -17,7 +17,6 @@ _TYPED: Mapping[tuple[str, str], Any] = {
     ("v1", "Namespace"): k8s.core.v1.Namespace,
     ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
     ("v1", "Service"): k8s.core.v1.Service,
-    ("v1", "Secret"): k8s.core.v1.Secret,
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
     ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
     ("batch/v1", "Job"): k8s.batch.v1.Job,
@@ -25,6 +24,7 @@ _TYPED: Mapping[tuple[str, str], Any] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+    ("apiregistration.k8s.io/v1", "APIService"): k8s.apiregistration.v1.APIService,
 }
 
 
@@ -35,6 +35,15 @@ def snake(key: str) -> str:
 def create(obj: Mapping[str, Any], resource_name: str, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
     """Create the resource for ``obj``; top-level fields become constructor arguments."""
     api_version, kind = obj["apiVersion"], obj["kind"]
+    if (api_version, kind) == ("v1", "Secret"):
+        # The typed Secret wraps the whole data map in one secret value, so previews (and the schema
+        # check of the offline render) would see an opaque string where a map belongs. The same type
+        # token registered directly keeps the keys visible, each value a secret Output, and marks
+        # data/stringData as secret outputs exactly as the typed class does.
+        secret_opts = pulumi.ResourceOptions(additional_secret_outputs=["data", "stringData"])
+        return pulumi.CustomResource(
+            "kubernetes:core/v1:Secret", resource_name, dict(obj), opts=pulumi.ResourceOptions.merge(opts, secret_opts)
+        )
     fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
     cls = _TYPED.get((api_version, kind))
     if cls is not None:

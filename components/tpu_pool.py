@@ -9,6 +9,9 @@ Rules (from GKE's TPU docs, xpk and cluster-toolkit):
 * autoscaling only for single-host pools, as *total* min/max; the node count is then owned by the
   autoscaler, so we set ``initial_node_count`` once and ignore it afterwards (no perpetual diff,
   and no replacement: ``initial_node_count`` is create-only).
+* GCE metadata (``tpu.workloadMetadata: GCE_METADATA``, as the Pathways tutorials) exposes the
+  node's service account to pods, so such pools run as the stack's dedicated node GSA
+  (``components.identity``: bucket roles + the minimal node role), never the Compute Engine default.
 * deterministic names and delete-before-replace, because a second slice of scarce TPU capacity is
   rarely available for create-before-destroy; in prod the pool is protected, so a replacement
   fails instead of happening silently.
@@ -22,6 +25,7 @@ import pulumi_gcp as gcp
 from components.catalog.tpu import TpuSlice
 from components.config import StackConfig
 from components.gke import CLOUD_PLATFORM_SCOPE
+from components.identity import node_service_account_email
 
 
 class TpuSlicePool(pulumi.ComponentResource):
@@ -61,6 +65,7 @@ class TpuSlicePool(pulumi.ComponentResource):
             spot=tpu.spot or None,
             reservation_affinity=reservation,
             oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+            service_account=node_service_account_email(config) if tpu.workload_metadata == "GCE_METADATA" else None,
             workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode=tpu.workload_metadata),
             advanced_machine_features=(
                 gcp.container.NodePoolNodeConfigAdvancedMachineFeaturesArgs(threads_per_core=tpu.threads_per_core)

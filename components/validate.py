@@ -146,40 +146,38 @@ _Problem = tuple[str, str]  # (field path, message)
 # --------------------------------------------------------------------------- name rules
 
 
-def _dns1123_label_errors(value: str) -> list[str]:
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        errors.append(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-            "'-', and must start and end with an alphanumeric character"
-        )
-    return errors
-
-
-def _dns1123_subdomain_errors(value: str) -> list[str]:
-    errors = []
-    if len(value) > 253:
-        errors.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errors.append(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-            "'-' or '.', and must start and end with an alphanumeric character"
-        )
-    return errors
-
-
-def _dns1035_label_errors(value: str, max_length: int = 63) -> list[str]:
+def _pattern_errors(value: str, max_length: int, pattern: re.Pattern[str], rule_text: str) -> list[str]:
+    """The apimachinery name checks: a length limit and a pattern, each with its own message."""
     errors = []
     if len(value) > max_length:
         errors.append(f"must be no more than {max_length} characters")
-    if not _DNS1035_LABEL_RE.fullmatch(value):
-        errors.append(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-            "with an alphabetic character, and end with an alphanumeric character"
-        )
+    if not pattern.fullmatch(value):
+        errors.append(rule_text)
     return errors
+
+
+def _dns1123_label_errors(value: str) -> list[str]:
+    return _pattern_errors(
+        value, 63, _DNS1123_LABEL_RE,
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+        "'-', and must start and end with an alphanumeric character",
+    )
+
+
+def _dns1123_subdomain_errors(value: str) -> list[str]:
+    return _pattern_errors(
+        value, 253, _DNS1123_SUBDOMAIN_RE,
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+        "'-' or '.', and must start and end with an alphanumeric character",
+    )
+
+
+def _dns1035_label_errors(value: str, max_length: int = 63) -> list[str]:
+    return _pattern_errors(
+        value, max_length, _DNS1035_LABEL_RE,
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+        "with an alphabetic character, and end with an alphanumeric character",
+    )
 
 
 def _qualified_name_errors(value: str) -> list[str]:

@@ -34,7 +34,16 @@ BASE: dict[str, Any] = {
     "gcp:project": "test-project-123",
     "gcp:region": "us-east5",
     "tpu": {"generation": "v6e", "topology": "4x4", "zone": "us-east5-b"},
-    "workload": {"kind": "jetstream-pathways", "model": "llama3.1-405b", "maxTargetLength": 2048},
+    # The 405B seed's serving settings and buckets, so the JetStream rules hold for the base.
+    "buckets": {"checkpoints": {"purpose": "ckpt", "holdsCheckpoints": True}, "pathways": {"purpose": "pathways-scratch"}},
+    "workload": {
+        "kind": "jetstream-pathways",
+        "model": "llama3.1-405b",
+        "weights": "int8",
+        "maxTargetLength": 2048,
+        "maxPrefillLength": 1024,
+        "perDeviceBatchSize": 6,
+    },
 }
 
 
@@ -54,10 +63,16 @@ def merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 def make_config(stack: str = "test", *, with_secrets: bool = True, **override: Any) -> StackConfig:
     """A validated config from BASE + overrides; required secrets are supplied as secret placeholders
     unless ``with_secrets`` is False."""
-    values = merged(BASE, override)
+    base = BASE
+    kind = (override.get("workload") or {}).get("kind")
+    if kind not in (None, BASE["workload"]["kind"]):
+        # Another workload kind: start from its own settings, not the 405B JetStream ones.
+        base = {k: v for k, v in BASE.items() if k not in ("workload", "buckets")}
+        base["workload"] = {"maxTargetLength": BASE["workload"]["maxTargetLength"]}
+    values = merged(base, override)
     secret_keys: list[str] = []
     if with_secrets:
-        for key in required_secrets(values["workload"].get("kind")):
+        for key in required_secrets(values["workload"]):
             values.setdefault(key, "[secret]")
             secret_keys.append(f"gke-tpu-llm:{key}")
     return parse_stack_config(values, stack, secret_keys)

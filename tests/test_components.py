@@ -81,7 +81,10 @@ def test_tpu_pool_autoscaled_single_host_has_no_perpetual_diff() -> None:
 
 
 def test_tpu_pool_n_slices_make_n_pools_with_deterministic_names() -> None:
-    config = make_config(tpu={"topology": "2x4", "machineType": "ct6e-standard-4t", "slices": 2})
+    config = make_config(
+        tpu={"topology": "2x4", "machineType": "ct6e-standard-4t", "slices": 2},
+        workload={"model": "llama2-70b", "perDeviceBatchSize": 27, "jetstream": {"mode": "disaggregated"}},
+    )
     pools = of_type(run(config, build_pools), "gcp:container/nodePool:NodePool")
     assert sorted(p.inputs["name"] for p in pools) == ["tpu-v6e-2x4-4t-0", "tpu-v6e-2x4-4t-1"]
     assert all(p.inputs["nodeCount"] == 2 and p.inputs["placementPolicy"]["tpuTopology"] == "2x4" for p in pools)
@@ -129,7 +132,12 @@ def test_gke_cluster_dev_defaults() -> None:
 
 
 def test_gke_cluster_prod_and_addons() -> None:
-    config = make_config(environment="prod", workload={"kind": "maxtext-ray", "model": "llama3-8b"})
+    config = make_config(
+        environment="prod",
+        workload={"kind": "maxtext-ray", "model": "llama3-8b"},
+        buckets={"checkpoints": {"purpose": "out"}},
+        identity={"bucketRoles": {"checkpoints": "roles/storage.objectUser"}},
+    )
     cluster = one(run(config, lambda c: GkeCluster("c", c)), "gcp:container/cluster:Cluster")
     assert cluster.inputs["deletionProtection"] is True
     assert cluster.options["protect"] is True
@@ -219,3 +227,46 @@ def test_workload_identity_gsa_mode_annotates_the_ksa() -> None:
 def test_workload_identity_default_namespace_is_not_created() -> None:
     records = run(make_config(identity={"namespace": "default"}), build_identity)
     assert not of_type(records, "kubernetes:core/v1:Namespace")
+
+
+def build_identity_and_pools(config: StackConfig) -> None:
+    build_identity(config)
+    build_pools(config)
+
+
+def test_workload_identity_gce_metadata_pools_run_as_a_node_gsa_with_only_bucket_roles() -> None:
+    """GCE metadata (as the Pathways tutorials) hides Workload Identity from pods: the pool's own GSA
+    must reach the same buckets, with the minimal node role and nothing project-wide beyond it."""
+    config = make_config(
+        tpu={"workloadMetadata": "GCE_METADATA"},
+        buckets={"ckpt": {"purpose": "c"}, "scratch": {"purpose": "s"}},
+        identity={"bucketRoles": {"ckpt": "roles/storage.objectViewer", "scratch": "roles/storage.objectUser"}},
+    )
+    records = run(config, build_identity_and_pools)
+    (node_gsa,) = of_type(records, "gcp:serviceaccount/account:Account")
+    assert node_gsa.inputs["accountId"] == "test-tpu-nodes"
+    email = "test-tpu-nodes@test-project-123.iam.gserviceaccount.com"
+    (project_role,) = of_type(records, "gcp:projects/iAMMember:IAMMember")
+    assert project_role.inputs["role"] == "roles/container.defaultNodeServiceAccount"
+    assert project_role.inputs["member"] == f"serviceAccount:{email}"
+    node_bindings = {
+        (b.inputs["bucket"], b.inputs["role"])
+        for b in of_type(records, "gcp:storage/bucketIAMMember:BucketIAMMember")
+        if b.inputs["member"] == f"serviceAccount:{email}"
+    }
+    assert node_bindings == {
+        ("test-project-123-test-ckpt", "roles/storage.objectViewer"),
+        ("test-project-123-test-scratch", "roles/storage.objectUser"),
+    }
+    tpu_pool = next(p for p in of_type(records, "gcp:container/nodePool:NodePool") if p.inputs["name"].startswith("tpu-"))
+    assert tpu_pool.inputs["nodeConfig"]["serviceAccount"] == email
+    assert tpu_pool.inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GCE_METADATA"}
+
+
+def test_workload_identity_gke_metadata_pools_keep_no_node_gsa() -> None:
+    config = make_config(buckets={"ckpt": {"purpose": "c"}}, identity={"bucketRoles": {"ckpt": "roles/storage.objectUser"}})
+    records = run(config, build_identity_and_pools)
+    assert not of_type(records, "gcp:serviceaccount/account:Account")
+    assert not of_type(records, "gcp:projects/iAMMember:IAMMember")
+    tpu_pool = next(p for p in of_type(records, "gcp:container/nodePool:NodePool") if p.inputs["name"].startswith("tpu-"))
+    assert "serviceAccount" not in tpu_pool.inputs["nodeConfig"]

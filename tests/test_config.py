@@ -166,7 +166,11 @@ def test_config_addons_follow_the_workload() -> None:
         tpu={"topology": "2x4", "machineType": "ct6e-standard-8t"}, workload={"kind": "vllm", "model": "llama3.1-70b"}
     )
     assert vllm.addons == {"gcsFuseCsiDriver"}
-    ray = make_config(workload={"kind": "maxtext-ray", "model": "llama3-8b"})
+    ray = make_config(
+        workload={"kind": "maxtext-ray", "model": "llama3-8b"},
+        buckets={"checkpoints": {"purpose": "out"}},
+        identity={"bucketRoles": {"checkpoints": "roles/storage.objectUser"}},
+    )
     assert ray.addons == {"gcsFuseCsiDriver", "rayOperator"}
 
 
@@ -195,3 +199,16 @@ def test_config_secret_values_never_enter_the_specs() -> None:
 def test_config_workload_section_must_match_kind() -> None:
     (msg,) = problems(workload={"vllm": {}})
     assert msg.startswith("gke-tpu-llm:workload.vllm: '(set)' applies to kind vllm, not jetstream-pathways")
+
+
+def test_config_prod_forbids_spot() -> None:
+    (msg,) = problems(environment="prod", tpu={"spot": True})
+    assert msg.startswith("gke-tpu-llm:tpu.spot: True is not allowed in prod")
+    assert make_config(tpu={"spot": True}).tpu.spot
+
+
+def test_config_allow_replacement_lifts_protection_and_labels() -> None:
+    prod = make_config(environment="prod", tpu={"allowReplacement": True})
+    assert prod.cluster_protected
+    assert not prod.pools_protected
+    assert prod.labels_for(True)["gke-tpu-llm-allow-replace"] == "true"

@@ -35,7 +35,7 @@ def by_type(result: engine.PlanResult, typ: str) -> list[engine.Registration]:
 
 
 def tpu_pools(result: engine.PlanResult) -> list[dict[str, Any]]:
-    return [r.inputs for r in by_type(result, "gcp:container/nodePool:NodePool") if r.inputs["name"] != "system"]
+    return [r.inputs for r in by_type(result, "gcp:container/nodePool:NodePool") if r.inputs["name"].startswith("tpu-")]
 
 
 @pytest.mark.parametrize("stack", sorted(EXPECTED_POOLS))
@@ -91,7 +91,7 @@ def test_stack_prod_has_deletion_protection_and_no_force_destroy() -> None:
         assert bucket.options["protect"]
         assert bucket.options["retainOnDelete"]
     for pool in by_type(result, "gcp:container/nodePool:NodePool"):
-        if pool.inputs["name"] != "system":
+        if pool.inputs["name"].startswith("tpu-"):
             assert pool.options["protect"] is True
 
 

@@ -24,6 +24,14 @@ class Spec(BaseModel):
         validate_by_name=False,
     )
 
+    def stack_rules(self, config: Any) -> list[dict[str, Any]]:
+        """Cross-section rules of a workload section (it sees the whole ``StackConfig``); none by default."""
+        return []
+
+    def required_secrets(self) -> tuple[str, ...]:
+        """Secret config keys this workload section needs with its current settings; none by default."""
+        return ()
+
 
 def rule(path: str, value: Any, problem: str, allowed: str, fix: str) -> dict[str, Any]:
     """A violation relative to the spec being validated (path is dotted, in stack-file spelling)."""

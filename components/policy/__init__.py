@@ -1,0 +1,1 @@
+"""Guardrails: pure policy rules (``rules``) and the Pulumi policy pack that enforces them."""

@@ -1,0 +1,68 @@
+"""The pull-request comment, built from two commits' offline plans (base and head)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components import engine
+from components.__main__ import main
+from components.review import COMMENT_MARKER, compare, render_comment
+from tests.conftest import planned
+
+
+def plan_with(tmp_path: Path, stack: str, tpu: dict[str, Any]) -> dict[str, Any]:
+    """The plan of ``stack`` after a commit that changes its ``gke-tpu-llm:tpu`` section."""
+    doc = yaml.safe_load(engine.stack_path(stack).read_text())
+    doc["config"]["gke-tpu-llm:tpu"].update(tpu)
+    path = tmp_path / f"Pulumi.{stack}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return engine.plan_json(engine.plan(engine.read_stack_file(path)))
+
+
+def test_review_topology_change_shows_pool_change_manifest_diff_and_cost_delta(tmp_path: Path) -> None:
+    base = {"llama-405b": engine.plan_json(planned("llama-405b"))}
+    head = {"llama-405b": plan_with(tmp_path, "llama-405b", {"topology": "4x8"})}
+    (change,) = compare(base, head)
+    assert [r.name for r in change.added if r.type == "gcp:container/nodePool:NodePool"] == ["tpu-v6e-4x8-0-pool"]
+    assert [r.name for r in change.removed if r.type == "gcp:container/nodePool:NodePool"] == ["tpu-v6e-4x4-0-pool"]
+    assert change.cost_delta == 16 * 2.70  # 16 more v6e chips at the us-east5 on-demand price
+    assert "deletes NodePool `tpu-v6e-4x4-0-pool`" in change.warnings
+    assert change.manifest_diff  # the Kubernetes layer follows the slice
+    comment = render_comment([change])
+    assert comment.startswith(COMMENT_MARKER)
+    assert "| `llama-405b` |" in comment
+    assert "+$43.20/h" in comment
+    assert "1 × v6e 4x4 (ct6e-standard-4t × 4, 16 chips) → 1 × v6e 4x8 (ct6e-standard-4t × 8, 32 chips)" in comment
+    assert "```diff" in comment
+
+
+def test_review_in_place_change_is_not_a_replacement(tmp_path: Path) -> None:
+    base = {"llama-405b": engine.plan_json(planned("llama-405b"))}
+    head = {"llama-405b": plan_with(tmp_path, "llama-405b", {"diskSizeGb": 200})}
+    (change,) = compare(base, head)
+    (pool,) = [r for r in change.changed if r.type == "gcp:container/nodePool:NodePool"]
+    assert pool.changed_paths == ["nodeConfig.diskSizeGb"]
+    assert pool.replaces  # disk size is create-only on GKE node pools
+    assert change.cost_delta == 0
+
+
+def test_review_unchanged_stacks_are_left_out() -> None:
+    plans = {s: engine.plan_json(planned(s)) for s in ("llama-70b", "saxml-175b")}
+    assert compare(plans, plans) == []
+    assert "No stack changes" in render_comment([])
+
+
+def test_review_cli_builds_the_comment_from_two_files(tmp_path: Path, capsys: Any) -> None:
+    base_plan = engine.plan_json(planned("llama-70b"))
+    head_plan = json.loads(json.dumps(base_plan))
+    head_plan["cost_usd_per_hour"]["billed"] = base_plan["cost_usd_per_hour"]["billed"] + 1
+    (tmp_path / "base.json").write_text(json.dumps({"llama-70b": base_plan}))
+    (tmp_path / "head.json").write_text(json.dumps({"llama-70b": head_plan}))
+    assert main(["review", str(tmp_path / "base.json"), str(tmp_path / "head.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(COMMENT_MARKER)
+    assert "+$1.00/h" in out

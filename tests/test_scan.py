@@ -1,0 +1,65 @@
+"""checkov over every stack's manifests, with the pod templates nested in custom resources lifted out."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from components import engine
+from components.scan import SKIPS, pod_templates, run_checkov, scan_inputs
+from tests.conftest import STACKS, planned
+
+CHECKOV = engine.ROOT / ".venv" / "scan" / "bin" / "checkov"
+
+
+def test_scan_lifts_pod_templates_from_custom_resources() -> None:
+    lws = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "srv", "namespace": "llm"},
+        "spec": {
+            "leaderWorkerTemplate": {
+                "size": 5,
+                "leaderTemplate": {"spec": {"containers": [{"name": "l", "image": "a:1"}]}},
+                "workerTemplate": {"spec": {"containers": [{"name": "w", "image": "b:1"}]}},
+            }
+        },
+    }
+    pods = pod_templates(lws)
+    assert [p["metadata"]["name"] for p in pods] == [
+        "srv-leaderworkertemplate-leadertemplate",
+        "srv-leaderworkertemplate-workertemplate",
+    ]
+    assert all(p["kind"] == "Pod" and p["metadata"]["namespace"] == "llm" for p in pods)
+    assert pods[1]["spec"]["containers"][0]["image"] == "b:1"
+    jobset = {
+        "kind": "JobSet",
+        "metadata": {"name": "js"},
+        "spec": {"replicatedJobs": [{"name": "r", "template": {"spec": {"template": {"spec": {"containers": []}}}}}]},
+    }
+    assert [p["metadata"]["name"] for p in pod_templates(jobset)] == ["js-replicatedjobs-0"]
+    ray = {
+        "kind": "RayJob",
+        "metadata": {"name": "rj"},
+        "spec": {
+            "rayClusterSpec": {"headGroupSpec": {"template": {"spec": {}}}, "workerGroupSpecs": [{"template": {"spec": {}}}]}
+        },
+    }
+    assert len(pod_templates(ray)) == 2
+
+
+def test_scan_every_skip_has_a_reason() -> None:
+    assert all(check.startswith("CKV") and len(reason) > 20 for check, reason in SKIPS.items())
+
+
+@pytest.mark.skipif(
+    not CHECKOV.exists() and not os.environ.get("CI"), reason="checkov is installed by `bash .ci/setup` into .venv/scan"
+)
+def test_scan_checkov_clean_except_listed_skips(tmp_path: Path) -> None:
+    files = scan_inputs({s: planned(s).manifests for s in STACKS}, tmp_path)
+    assert files
+    failed = run_checkov(CHECKOV, tmp_path)
+    summary = sorted({(f["check_id"], f["resource"]) for f in failed})
+    assert summary == [], "\n".join(f"{c} {r}" for c, r in summary)

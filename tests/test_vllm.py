@@ -1,0 +1,395 @@
+"""vLLM workload (issue 6): spec rules, pure renderers, components under mocks, the llama-70b plan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from components import engine
+from components.__main__ import main as cli
+from components.capacity import StackPlan, resolve
+from components.config import ConfigError
+from components.render import vllm as render
+from components.specs.vllm import VllmSpec, image_is_pinned
+from components.validate import validate_all
+from components.vllm import MetricsAdapter, VllmServer
+from tests.conftest import make_config, planned
+
+VLLM: dict[str, Any] = {
+    "tpu": {
+        "topology": "2x4",
+        "machineType": "ct6e-standard-8t",
+        "zone": "us-east5-b",
+        "autoscaling": {"minNodes": 1, "maxNodes": 2},
+    },
+    "buckets": {"models": {"purpose": "hf-weights-cache"}},
+    "identity": {"serviceAccount": "vllm", "bucketRoles": {"models": "roles/storage.objectUser"}},
+    "workload": {"kind": "vllm", "model": "llama3.1-70b", "maxTargetLength": 4096},
+}
+
+
+def vllm_plan(**workload_vllm: Any) -> StackPlan:
+    override = json.loads(json.dumps(VLLM))
+    if workload_vllm:
+        override["workload"]["vllm"] = workload_vllm
+    return resolve(make_config("llama-70b", **override))
+
+
+def problems(**override: Any) -> list[str]:
+    merged = json.loads(json.dumps(VLLM))
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    with pytest.raises(ConfigError) as info:
+        make_config("llama-70b", **merged)
+    return [str(v) for v in info.value.violations]
+
+
+def deployment(plan: StackPlan) -> dict[str, Any]:
+    return render.render_deployment(plan, namespace="llm", service_account="vllm", bucket_name="b")
+
+
+def container(plan: StackPlan) -> dict[str, Any]:
+    (found,) = deployment(plan)["spec"]["template"]["spec"]["containers"]
+    assert isinstance(found, dict)
+    return found
+
+
+def of_kind(manifests: list[dict[str, Any]], kind: str, namespace: str | None = "llm") -> list[dict[str, Any]]:
+    return [m for m in manifests if m["kind"] == kind and m["metadata"].get("namespace") == namespace]
+
+
+def one_of_kind(manifests: list[dict[str, Any]], kind: str, namespace: str | None = "llm") -> dict[str, Any]:
+    (found,) = of_kind(manifests, kind, namespace)
+    return found
+
+
+def stack_file(tmp_path: Path, *, token: str | None, workload_vllm: dict[str, Any] | None = None) -> engine.StackFile:
+    """The llama-70b stack file, optionally with a real-looking token and a vllm section override."""
+    doc = yaml.safe_load(engine.stack_path("llama-70b").read_text())
+    if workload_vllm is not None:
+        doc["config"]["gke-tpu-llm:workload"]["vllm"] = workload_vllm
+    path = tmp_path / "Pulumi.llama-70b.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    parsed = engine.read_stack_file(path, "llama-70b", fill_secrets=False)
+    if token is None:
+        return parsed
+    values = {**parsed.values, "gke-tpu-llm:hfToken": token}
+    return engine.StackFile(parsed.stack, path, values, (*parsed.secret_keys, "gke-tpu-llm:hfToken"))
+
+
+# ---------------------------------------------------------------- spec and config rules
+
+
+def test_spec_image_must_be_pinned() -> None:
+    assert image_is_pinned("vllm/vllm-tpu:v0.27.0")
+    assert image_is_pinned("docker.io/vllm/vllm-tpu@sha256:" + "a" * 64)
+    for floating in ("vllm/vllm-tpu:latest", "vllm/vllm-tpu", "vllm/vllm-tpu:nightly"):
+        assert not image_is_pinned(floating)
+    assert image_is_pinned(VllmSpec().image)
+    assert any("is not pinned" in p for p in problems(workload={"vllm": {"image": "vllm/vllm-tpu:latest"}}))
+
+
+def test_config_hpa_max_above_pool_max_is_an_error() -> None:
+    (msg,) = problems(workload={"vllm": {"autoscaling": {"maxReplicas": 3}}})
+    assert msg.startswith("gke-tpu-llm:workload.vllm.autoscaling.maxReplicas: 3 is more replicas than the TPU pools can host")
+    assert "tpu.autoscaling.maxNodes" in msg
+    (low,) = problems(workload={"vllm": {"autoscaling": {"minReplicas": 3}}})
+    assert "minReplicas: 3" in low
+    # a pool without autoscaling hosts one replica per slice
+    (fixed,) = problems(tpu={"autoscaling": None}, workload={"vllm": {"autoscaling": {"maxReplicas": 2}}})
+    assert "from tpu.slices" in fixed
+
+
+def test_config_hpa_bounds_default_to_the_pool() -> None:
+    plan = vllm_plan()
+    assert render.replicas(plan) == (1, 2)
+    scaled = resolve(make_config("s", **{**VLLM, "tpu": {**VLLM["tpu"], "autoscaling": {"minNodes": 0, "maxNodes": 4}}}))
+    assert render.replicas(scaled) == (1, 4)  # at least one replica even when the pool may be empty
+
+
+def test_config_vllm_rules_report_every_problem() -> None:
+    found = problems(
+        workload={
+            "weights": "int8",
+            "vllm": {"gcsFuse": {"fileCacheGi": 900}, "autoscaling": {"metric": "kv_cache_usage_perc", "target": 5}},
+        }
+    )
+    assert any("target: 5.0 is above 1 for kv_cache_usage_perc" in p for p in found)
+    found = problems(workload={"weights": "int8", "vllm": {"gcsFuse": {"fileCacheGi": 900}}})
+    assert any(p.startswith("gke-tpu-llm:workload.weights: 'int8' is not supported") for p in found)
+    assert any(p.startswith("gke-tpu-llm:workload.vllm.gcsFuse.fileCacheGi: 900 GiB of RAM cache") for p in found)
+
+
+def test_config_model_without_hf_repository_needs_a_model_id() -> None:
+    (msg,) = problems(workload={"model": "saxml-175b-32test"})
+    assert msg.startswith("gke-tpu-llm:workload.vllm.modelId: None is required: no Hugging Face repository")
+    config = make_config("s", **{**VLLM, "workload": {**VLLM["workload"], "vllm": {"modelId": "org/model"}}})
+    assert config.workload.vllm.hf_model("saxml-175b-32test") == "org/model"
+
+
+# ---------------------------------------------------------------- pure renderers
+
+
+def test_render_args_derive_tp_length_model_and_batch() -> None:
+    plan = vllm_plan()
+    args = container(plan)["args"]
+    assert args[:6] == [
+        "--host=0.0.0.0",
+        "--port=8000",
+        f"--tensor-parallel-size={plan.flags['tensor_parallel_size']}",
+        "--max-model-len=4096",
+        "--model=meta-llama/Llama-3.1-70B",
+        "--download-dir=/data",
+    ]
+    assert plan.flags["tensor_parallel_size"] == 8
+    assert "--max-num-seqs=128" in args
+    batched = resolve(make_config("s", **{**VLLM, "workload": {**VLLM["workload"], "batchSize": 16}}))
+    assert "--max-num-seqs=16" in container(batched)["args"]
+
+
+def test_render_deployment_takes_tpu_numbers_from_the_slice() -> None:
+    plan = vllm_plan()
+    pod = deployment(plan)["spec"]["template"]["spec"]
+    (box,) = pod["containers"]
+    assert box["resources"] == {"requests": {"google.com/tpu": 8}, "limits": {"google.com/tpu": 8}}
+    assert pod["nodeSelector"] == plan.slice.node_selector
+    assert {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    assert pod["serviceAccountName"] == "vllm"
+    assert box["env"][0] == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}
+
+
+def test_render_fuse_cache_is_used_bounded_and_in_memory() -> None:
+    plan = vllm_plan()
+    dep = deployment(plan)
+    pod = dep["spec"]["template"]
+    assert pod["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
+    assert pod["metadata"]["annotations"]["gke-gcsfuse/memory-limit"] == "0"
+    assert pod["metadata"]["annotations"]["gke-gcsfuse/ephemeral-storage-limit"] == "50Gi"
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    fuse = volumes["gcs-fuse-csi-ephemeral"]["csi"]
+    assert fuse["driver"] == "gcsfuse.csi.storage.gke.io"
+    options = dict(o.rsplit(":", 1) for o in fuse["volumeAttributes"]["mountOptions"].split(",") if ":" in o)
+    cache_mb = int(options["file-cache:max-size-mb"])
+    assert cache_mb > 0  # 0 disables the cache; -1 fills the volume until writes fail
+    # the model's bf16 checkpoint (~141 GB) fits, with room
+    assert cache_mb * 2**20 > 70_553_706_496 * 2
+    assert options["file-cache:enable-parallel-downloads"] == "true"
+    assert options["file-cache:cache-file-for-range-read"] == "true"
+    cache = volumes["gke-gcsfuse-cache"]["emptyDir"]
+    assert cache["medium"] == "Memory"
+    assert int(cache["sizeLimit"].removesuffix("Gi")) * 1024 >= cache_mb
+    mounts = {m["name"]: m["mountPath"] for m in pod["spec"]["containers"][0]["volumeMounts"]}
+    assert mounts["gcs-fuse-csi-ephemeral"] == "/data"  # vLLM's --download-dir is the bucket
+    assert "gke-gcsfuse-cache" not in mounts  # the sidecar mounts it, not vLLM
+
+
+def test_render_probes_cover_a_70b_first_load() -> None:
+    plan = vllm_plan()
+    box = container(plan)
+    startup = box["startupProbe"]
+    assert startup["httpGet"] == {"path": "/health", "port": "http"}
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 3600
+    assert box["readinessProbe"].get("initialDelaySeconds", 0) != 15
+    assert box["livenessProbe"]["periodSeconds"] * box["livenessProbe"]["failureThreshold"] >= 120
+    # pulumi's rollout wait and the Deployment's progress deadline outlast the startup budget
+    dep = deployment(plan)
+    timeout = int(dep["metadata"]["annotations"]["pulumi.com/timeoutSeconds"])
+    assert timeout == dep["spec"]["progressDeadlineSeconds"] > 3600
+    shorter = vllm_plan(probes={"startupTimeoutSeconds": 600})
+    assert container(shorter)["startupProbe"]["failureThreshold"] == 60
+
+
+def test_render_service_external_internal_and_source_ranges() -> None:
+    external = render.render_service(vllm_plan(), namespace="llm")
+    assert external["spec"]["type"] == "LoadBalancer"
+    assert external["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
+    assert "annotations" not in external["metadata"]
+    internal = render.render_service(vllm_plan(service={"type": "internal", "sourceRanges": ["10.0.0.0/8"]}), namespace="llm")
+    assert internal["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+    assert internal["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/8"]
+    assert any("are not CIDR networks" in p for p in problems(workload={"vllm": {"service": {"sourceRanges": ["x"]}}}))
+
+
+def test_render_hpa_metric_choice_and_replicas_left_to_it() -> None:
+    plan = vllm_plan()
+    hpa = render.render_hpa(plan, namespace="llm")
+    (metric,) = hpa["spec"]["metrics"]
+    assert metric["pods"]["metric"]["name"] == "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
+    assert metric["pods"]["target"] == {"type": "AverageValue", "averageValue": "10"}
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 2)
+    assert "replicas" not in deployment(plan)["spec"]  # the HPA owns it; pulumi up must not reset it
+    latency = render.render_hpa(vllm_plan(autoscaling={"metric": "kv_cache_usage_perc"}), namespace="llm")
+    (metric,) = latency["spec"]["metrics"]
+    assert metric["pods"]["metric"]["name"] == "prometheus.googleapis.com|vllm:kv_cache_usage_perc|gauge"
+    assert metric["pods"]["target"]["averageValue"] == "700m"
+    fixed = vllm_plan(autoscaling={"enabled": False, "minReplicas": 2})
+    assert deployment(fixed)["spec"]["replicas"] == 2
+
+
+def test_render_pod_monitoring_selects_the_server_pods() -> None:
+    plan = vllm_plan()
+    monitor = render.render_pod_monitoring(plan, namespace="llm")
+    labels = deployment(plan)["spec"]["template"]["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "15s"}]
+
+
+def test_render_every_object_validates() -> None:
+    plan = vllm_plan(service={"type": "internal"}, autoscaling={"metric": "kv_cache_usage_perc"})
+    objects = [
+        render.render_hf_secret("llama-70b", "llm", engine.SECRET_PLACEHOLDER),
+        deployment(plan),
+        render.render_service(plan, namespace="llm"),
+        render.render_pod_monitoring(plan, namespace="llm"),
+        render.render_hpa(plan, namespace="llm"),
+        *render.render_metrics_adapter("llama-70b", "v0.16.10-gke.0"),
+    ]
+    assert validate_all(objects) == []
+    broken = deployment(plan)
+    broken["spec"]["template"]["spec"]["containers"][0]["startupProbe"]["failureThreshold"] = 360.0
+    assert validate_all([broken])  # the validator is strict enough to fail
+
+
+def test_render_metrics_adapter_is_the_pinned_upstream_install() -> None:
+    objects = render.render_metrics_adapter("s", "v0.16.10-gke.0")
+    kinds = [o["kind"] for o in objects]
+    assert kinds.count("APIService") == 3
+    (dep,) = [o for o in objects if o["kind"] == "Deployment"]
+    (box,) = dep["spec"]["template"]["spec"]["containers"]
+    assert box["image"] == "gcr.io/gke-release/custom-metrics-stackdriver-adapter:v0.16.10-gke.0"
+    assert "--use-new-resource-model=true" in box["command"]
+    assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "custom-metrics-stackdriver-adapter"
+    assert {o["metadata"]["name"] for o in objects if o["kind"] == "APIService"} == {
+        "v1beta1.custom.metrics.k8s.io",
+        "v1beta2.custom.metrics.k8s.io",
+        "v1beta1.external.metrics.k8s.io",
+    }
+
+
+# ---------------------------------------------------------------- the llama-70b plan (acceptance)
+
+
+def test_plan_llama70b_pool_addon_and_deployment() -> None:
+    data = engine.plan_json(planned("llama-70b"))
+    (pool,) = data["slices"]
+    assert (pool["machine_type"], pool["hosts"], pool["nodes_min"], pool["nodes_max"]) == ("ct6e-standard-8t", 1, 1, 2)
+    assert "gcsFuseCsiDriver" in data["cluster"]["addons"]
+    (node_pool,) = [r for r in data["resources"] if r["type"] == "gcp:container/nodePool:NodePool" and "tpu" in r["name"]]
+    assert node_pool["inputs"]["autoscaling"]["totalMaxNodeCount"] == 2
+    dep = one_of_kind(data["manifests"], "Deployment")
+    box = dep["spec"]["template"]["spec"]["containers"][0]
+    assert "--tensor-parallel-size=8" in box["args"]
+    assert box["resources"]["limits"]["google.com/tpu"] == 8
+    assert dep["spec"]["template"]["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
+    (fuse,) = [v for v in dep["spec"]["template"]["spec"]["volumes"] if "csi" in v]
+    assert fuse["csi"]["volumeAttributes"]["bucketName"] == "your-project-id-llama-70b-models"
+
+
+def test_plan_llama70b_secret_service_monitoring_hpa_and_adapter() -> None:
+    data = engine.plan_json(planned("llama-70b"))
+    manifests = data["manifests"]
+    secret = one_of_kind(manifests, "Secret")
+    assert secret["stringData"] == {"token": engine.SECRET_PLACEHOLDER}
+    dep = one_of_kind(manifests, "Deployment")
+    refs = [e["valueFrom"]["secretKeyRef"] for e in dep["spec"]["template"]["spec"]["containers"][0]["env"] if "valueFrom" in e]
+    assert refs == [{"name": secret["metadata"]["name"], "key": "token"}]
+    service = one_of_kind(manifests, "Service")
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["spec"]["ports"][0]["port"] == 8000
+    assert one_of_kind(manifests, "PodMonitoring")["spec"]["endpoints"][0]["path"] == "/metrics"
+    hpa = one_of_kind(manifests, "HorizontalPodAutoscaler")
+    assert (
+        (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"])
+        == (1, 2)
+        == (
+            data["slices"][0]["nodes_min"],
+            data["slices"][0]["nodes_max"],
+        )
+    )
+    assert one_of_kind(manifests, "Deployment", "custom-metrics")["metadata"]["name"] == "custom-metrics-stackdriver-adapter"
+    (iam,) = [r for r in data["resources"] if r["type"] == "gcp:projects/iAMMember:IAMMember"]
+    assert iam["inputs"]["role"] == "roles/monitoring.viewer"
+    assert iam["inputs"]["member"].endswith("/subject/ns/custom-metrics/sa/custom-metrics-stackdriver-adapter")
+    assert iam["inputs"]["member"].startswith("principal://iam.googleapis.com/projects/123456789012/")
+    assert validate_all(manifests) == []
+
+
+def test_plan_llama70b_outputs_endpoint_and_curl() -> None:
+    outputs = planned("llama-70b").outputs
+    assert outputs["vllm_endpoint_command"] == (
+        "kubectl get service vllm -n llm -o jsonpath='{.status.loadBalancer.ingress[0].ip}'"
+    )
+    assert outputs["vllm_curl"].startswith(f"curl http://$({outputs['vllm_endpoint_command']}):8000/v1/completions")
+    assert '"model": "meta-llama/Llama-3.1-70B"' in outputs["vllm_curl"]
+    assert outputs["vllm_endpoint"].startswith("pending")  # no load balancer offline
+
+
+def test_plan_llama70b_component_structure() -> None:
+    resources = planned("llama-70b").resources
+    by_urn = {r.urn: r for r in resources}
+    (server,) = [r for r in resources if r.type == VllmServer.TYPE]
+    (adapter,) = [r for r in resources if r.type == MetricsAdapter.TYPE]
+    for r in resources:
+        if r.type.startswith("kubernetes:") and r.custom and r.parent in (server.urn, adapter.urn):
+            assert r.provider == "llama-70b-k8s"
+    (hpa,) = [r for r in resources if r.type == "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"]
+    assert hpa.parent == server.urn
+    assert any(by_urn[d].type == "kubernetes:apiregistration.k8s.io/v1:APIService" for d in hpa.dependencies)
+    (dep,) = [r for r in resources if r.type == "kubernetes:apps/v1:Deployment" and r.parent == server.urn]
+    dep_types = {by_urn[d].type for d in dep.dependencies}
+    assert {"kubernetes:core/v1:Secret", "kubernetes:core/v1:ServiceAccount", "gcp:storage/bucket:Bucket"} <= dep_types
+
+
+def test_endpoint_url_reads_the_load_balancer_address() -> None:
+    from pulumi_kubernetes.core.v1 import outputs
+
+    from components.vllm import _endpoint_url
+
+    typed = outputs.ServiceStatus(
+        load_balancer=outputs.LoadBalancerStatus(ingress=[outputs.LoadBalancerIngress(ip="198.51.100.7")])
+    )
+    assert _endpoint_url(typed) == "http://198.51.100.7:8000"
+    assert _endpoint_url({"loadBalancer": {"ingress": [{"ip": "198.51.100.7"}]}}) == "http://198.51.100.7:8000"
+    assert _endpoint_url(None).startswith("pending")
+    assert _endpoint_url({"loadBalancer": {}}).startswith("pending")
+
+
+def test_program_never_exposes_the_token(tmp_path: Path) -> None:
+    token = "hf_Zq8LiveTokenValueThatMustNotLeak"
+    records, outputs = engine.run_program(stack_file(tmp_path, token=token))
+    dumped = json.dumps([r.to_dict() for r in records]) + json.dumps(outputs)
+    assert token not in dumped
+    (secret,) = [r for r in records if r.type == "kubernetes:core/v1:Secret"]
+    assert secret.inputs["stringData"] == {"token": engine.SECRET_PLACEHOLDER}
+
+
+def test_program_without_token_errors_and_registers_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = stack_file(tmp_path, token=None)
+    with pytest.raises(ConfigError, match="hfToken: None is required for vllm"):
+        engine.plan(missing)
+    seen: list[list[engine.Registration]] = []
+    make_monitor = engine._make_monitor
+
+    def spy(mocks: Any, records: list[engine.Registration]) -> Any:
+        seen.append(records)
+        return make_monitor(mocks, records)
+
+    monkeypatch.setattr(engine, "_make_monitor", spy)
+    with pytest.raises(pulumi.RunError, match="pulumi config set --secret gke-tpu-llm:hfToken"):
+        engine.run_program(missing)
+    assert seen == [[]]
+
+
+def test_cli_hpa_max_above_pool_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = stack_file(tmp_path, token=None, workload_vllm={"autoscaling": {"maxReplicas": 3}}).path
+    assert cli(["plan", "--config", str(path), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "gke-tpu-llm:workload.vllm.autoscaling.maxReplicas: 3 is more replicas than the TPU pools can host" in err
