@@ -13,6 +13,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.render.core import with_baseline_security
+
 _TYPED: Mapping[tuple[str, str], Any] = {
     ("v1", "Namespace"): k8s.core.v1.Namespace,
     ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
@@ -34,6 +36,9 @@ def snake(key: str) -> str:
 
 def create(obj: Mapping[str, Any], resource_name: str, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
     """Create the resource for ``obj``; top-level fields become constructor arguments."""
+    # Every pod template the project registers gets the same baseline security context (one place,
+    # so a new workload cannot forget it); see components.render.core.with_baseline_security.
+    obj = with_baseline_security(obj)
     api_version, kind = obj["apiVersion"], obj["kind"]
     if (api_version, kind) == ("v1", "Secret"):
         # The typed Secret wraps the whole data map in one secret value, so previews (and the schema

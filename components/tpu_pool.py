@@ -72,7 +72,7 @@ class TpuSlicePool(pulumi.ComponentResource):
                 if tpu.threads_per_core is not None
                 else None
             ),
-            resource_labels=config.labels,
+            resource_labels=config.labels_for(tpu.allow_replacement),
         )
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
@@ -102,7 +102,7 @@ class TpuSlicePool(pulumi.ComponentResource):
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                protect=config.policy.protect,
+                protect=config.pools_protected,
                 delete_before_replace=True,
                 ignore_changes=["initialNodeCount", "nodeCount"] if autoscaled else None,
             ),

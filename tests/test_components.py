@@ -270,3 +270,11 @@ def test_workload_identity_gke_metadata_pools_keep_no_node_gsa() -> None:
     assert not of_type(records, "gcp:projects/iAMMember:IAMMember")
     tpu_pool = next(p for p in of_type(records, "gcp:container/nodePool:NodePool") if p.inputs["name"].startswith("tpu-"))
     assert "serviceAccount" not in tpu_pool.inputs["nodeConfig"]
+
+
+def test_tpu_pool_prod_allowance_lifts_protection_and_marks_the_pool() -> None:
+    pool = one(
+        run(make_config(environment="prod", tpu={"allowReplacement": True}), build_pools), "gcp:container/nodePool:NodePool"
+    )
+    assert pool.options["protect"] is False
+    assert pool.inputs["nodeConfig"]["resourceLabels"]["gke-tpu-llm-allow-replace"] == "true"

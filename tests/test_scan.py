@@ -39,7 +39,7 @@ def test_scan_lifts_pod_templates_from_custom_resources() -> None:
         "metadata": {"name": "js"},
         "spec": {"replicatedJobs": [{"name": "r", "template": {"spec": {"template": {"spec": {"containers": []}}}}}]},
     }
-    assert [p["metadata"]["name"] for p in pod_templates(jobset)] == ["js-replicatedjobs-0"]
+    assert [p["metadata"]["name"] for p in pod_templates(jobset)] == ["js-replicatedjobs-0-template-spec-template"]
     ray = {
         "kind": "RayJob",
         "metadata": {"name": "rj"},
@@ -63,3 +63,17 @@ def test_scan_checkov_clean_except_listed_skips(tmp_path: Path) -> None:
     failed = run_checkov(CHECKOV, tmp_path)
     summary = sorted({(f["check_id"], f["resource"]) for f in failed})
     assert summary == [], "\n".join(f"{c} {r}" for c, r in summary)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_scan_every_registered_pod_template_has_the_baseline_security(stack: str) -> None:
+    from components.render.core import get_path, pod_template_paths
+
+    templates = [get_path(obj, path) for obj in planned(stack).manifests for path in pod_template_paths(obj)]
+    assert templates  # every stack runs pods
+    for template in templates:
+        assert template["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        for container in template["spec"]["containers"] + template["spec"].get("initContainers", []):
+            ctx = container["securityContext"]
+            assert "NET_RAW" in ctx["capabilities"]["drop"] or "ALL" in ctx["capabilities"]["drop"]
+            assert ctx.get("privileged") or ctx["allowPrivilegeEscalation"] is False

@@ -47,3 +47,89 @@ def render_service_account(
     if merged:
         meta["annotations"] = merged
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}
+
+
+# ---- pod templates and the baseline security every one of them gets
+
+
+def pod_template_paths(obj: Mapping[str, Any]) -> list[tuple[str | int, ...]]:
+    """Paths (keys and list indexes) to every pod template in a rendered object, built-in or CRD."""
+    kind = obj.get("kind")
+    spec = obj.get("spec") or {}
+    if kind in ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet"):
+        return [("spec", "template")] if "template" in spec else []
+    if kind == "LeaderWorkerSet":
+        lwt = spec.get("leaderWorkerTemplate") or {}
+        return [("spec", "leaderWorkerTemplate", key) for key in ("leaderTemplate", "workerTemplate") if key in lwt]
+    if kind == "JobSet":
+        return [
+            ("spec", "replicatedJobs", i, "template", "spec", "template") for i, _ in enumerate(spec.get("replicatedJobs") or [])
+        ]
+    if kind in ("RayCluster", "RayJob"):
+        prefix: tuple[str | int, ...] = ("spec",) if kind == "RayCluster" else ("spec", "rayClusterSpec")
+        cluster = spec if kind == "RayCluster" else spec.get("rayClusterSpec") or {}
+        paths: list[tuple[str | int, ...]] = []
+        if "headGroupSpec" in cluster:
+            paths.append((*prefix, "headGroupSpec", "template"))
+        paths += [(*prefix, "workerGroupSpecs", i, "template") for i, _ in enumerate(cluster.get("workerGroupSpecs") or [])]
+        if kind == "RayJob" and "submitterPodTemplate" in spec:
+            paths.append(("spec", "submitterPodTemplate"))
+        return paths
+    return []
+
+
+def get_path(obj: Any, path: tuple[str | int, ...]) -> Any:
+    for key in path:
+        obj = obj[key]
+    return obj
+
+
+def _with_path(obj: Any, path: tuple[str | int, ...], update: Any) -> Any:
+    """A copy of ``obj`` with the value at ``path`` replaced by ``update(old)``; other values shared."""
+    if not path:
+        return update(obj)
+    head, rest = path[0], path[1:]
+    if isinstance(obj, list):
+        copy_list = list(obj)
+        copy_list[int(head)] = _with_path(obj[int(head)], rest, update)
+        return copy_list
+    copy_dict = dict(obj)
+    copy_dict[head] = _with_path(obj[head], rest, update)
+    return copy_dict
+
+
+def _secure_container(container: Mapping[str, Any]) -> dict[str, Any]:
+    ctx = dict(container.get("securityContext") or {})
+    if not ctx.get("privileged"):
+        ctx.setdefault("allowPrivilegeEscalation", False)
+    caps = dict(ctx.get("capabilities") or {})
+    drop = list(caps.get("drop") or [])
+    if "NET_RAW" not in drop and "ALL" not in drop:
+        drop.append("NET_RAW")
+    caps["drop"] = drop
+    ctx["capabilities"] = caps
+    return {**container, "securityContext": ctx}
+
+
+def _secure_template(template: Mapping[str, Any]) -> dict[str, Any]:
+    spec = dict(template.get("spec") or {})
+    pod_ctx = dict(spec.get("securityContext") or {})
+    pod_ctx.setdefault("seccompProfile", {"type": "RuntimeDefault"})
+    spec["securityContext"] = pod_ctx
+    for key in ("containers", "initContainers"):
+        if key in spec:
+            spec[key] = [_secure_container(c) for c in spec[key]]
+    return {**template, "spec": spec}
+
+
+def with_baseline_security(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` with GKE Autopilot's container baseline on every pod template: the runtime's default
+    seccomp profile, no privilege escalation (unless the container is privileged) and no NET_RAW.
+
+    Autopilot applies exactly this to all pods, TPU workloads included, which is why it is safe to
+    apply here to every workload without per-image testing; settings a renderer chose are kept.
+    """
+    out: dict[str, Any] = dict(obj)
+    for path in pod_template_paths(obj):
+        out = _with_path(out, path, _secure_template)
+    return out
