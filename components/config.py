@@ -722,6 +722,13 @@ def violations_from(error: ValidationError) -> list[Violation]:
             out.append(Violation(key, None, "is required", "see the README's configuration reference", f"set {key}"))
         elif err["type"] in ("literal_error", "enum"):
             out.append(Violation(key, err["input"], "is not an allowed value", str(ctx.get("expected")), "use an allowed value"))
+        elif err["type"] == "pinned_image":
+            out.append(
+                Violation(
+                    key, err["input"], str(ctx.get("problem")), "<repository>:<tag> or <repository>@sha256:<digest>",
+                    "pin a released tag or a digest",
+                )
+            )
         elif err["type"] == "string_pattern_mismatch":
             out.append(Violation(key, err["input"], "has the wrong format", f"matches {ctx.get('pattern')}", "correct the value"))
         else:

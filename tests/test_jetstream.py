@@ -132,9 +132,9 @@ def filled(seed: list[str], checkpoint: str) -> list[str]:
 
 
 def test_spec_images_must_be_pinned() -> None:
-    with pytest.raises(ConfigError, match=r"workload\.jetstream\.jetstreamImage: .* uses the moving tag 'latest'"):
+    with pytest.raises(ConfigError, match=r"workload\.jetstream\.jetstreamImage: .* uses the floating tag 'latest'"):
         make_config(buckets=BUCKETS, workload={"jetstream": {"jetstreamImage": "us-docker.pkg.dev/x/jetstream:latest"}})
-    with pytest.raises(ConfigError, match=r"workload\.jetstream\.conversion\.image: .* is not pinned"):
+    with pytest.raises(ConfigError, match=r"workload\.jetstream\.conversion\.image: .* has no tag"):
         make_config(buckets=BUCKETS, workload={"jetstream": {"conversion": {"image": "converter"}}})
 
 

@@ -84,8 +84,8 @@ def test_spec_defaults_are_the_seed_images_and_ports() -> None:
     ("saxml", "key", "problem"),
     [
         ({"modelServerImage": "us-docker.pkg.dev/x/sax-model-server:latest"}, "modelServerImage", "latest"),
-        ({"adminServerImage": "us-docker.pkg.dev/x/sax-admin-server"}, "adminServerImage", "not pinned"),
-        ({"publish": {"image": "curlimages/curl"}}, "publish.image", "not pinned"),
+        ({"adminServerImage": "us-docker.pkg.dev/x/sax-admin-server"}, "adminServerImage", "has no tag"),
+        ({"publish": {"image": "curlimages/curl"}}, "publish.image", "has no tag"),
         ({"internalLoadBalancer": False}, "internalLoadBalancer", "every address"),
         ({"loadBalancerSourceRanges": ["10.0.0.0/33"]}, "loadBalancerSourceRanges.0", "not a CIDR"),
         ({"modelServerPort": 10000}, "modelServerPort", "equals adminPort"),

@@ -14,8 +14,9 @@ from components import engine
 from components.__main__ import main as cli
 from components.capacity import StackPlan, resolve
 from components.config import ConfigError
+from components.policy.rules import image_problem
 from components.render import vllm as render
-from components.specs.vllm import VllmSpec, image_is_pinned
+from components.specs.vllm import VllmSpec
 from components.validate import validate_all
 from components.vllm import MetricsAdapter, VllmServer
 from tests.conftest import make_config, planned
@@ -89,12 +90,13 @@ def stack_file(tmp_path: Path, *, token: str | None, workload_vllm: dict[str, An
 
 
 def test_spec_image_must_be_pinned() -> None:
-    assert image_is_pinned("vllm/vllm-tpu:v0.27.0")
-    assert image_is_pinned("docker.io/vllm/vllm-tpu@sha256:" + "a" * 64)
+    assert image_problem("vllm/vllm-tpu:v0.27.0") is None
+    assert image_problem("docker.io/vllm/vllm-tpu@sha256:" + "a" * 64) is None
     for floating in ("vllm/vllm-tpu:latest", "vllm/vllm-tpu", "vllm/vllm-tpu:nightly"):
-        assert not image_is_pinned(floating)
-    assert image_is_pinned(VllmSpec().image)
-    assert any("is not pinned" in p for p in problems(workload={"vllm": {"image": "vllm/vllm-tpu:latest"}}))
+        assert image_problem(floating) is not None
+    assert image_problem(VllmSpec().image) is None
+    (msg,) = problems(workload={"vllm": {"image": "vllm/vllm-tpu:latest"}})
+    assert msg.startswith("gke-tpu-llm:workload.vllm.image: 'vllm/vllm-tpu:latest' uses the floating tag 'latest'")
 
 
 def test_config_hpa_max_above_pool_max_is_an_error() -> None:

@@ -6,11 +6,13 @@ be defined beside their renderers and still be fields of the stack config.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
+
+from components.policy.rules import image_problem
 
 
 class Spec(BaseModel):
@@ -42,3 +44,14 @@ def raise_rules(rules: list[dict[str, Any]]) -> None:
     """Raise every violation at once; ``components.config`` expands them into ``Violation``s."""
     if rules:
         raise PydanticCustomError("stack_rules", "{count} rule(s) violated", {"count": len(rules), "rules": rules})
+
+
+def _pinned(image: str) -> str:
+    problem = image_problem(image)
+    if problem:
+        raise PydanticCustomError("pinned_image", "{problem}", {"problem": problem})
+    return image
+
+
+PinnedImage = Annotated[str, AfterValidator(_pinned)]
+"""A container image pinned to a released tag or a digest (``components.policy.rules.image_problem``)."""

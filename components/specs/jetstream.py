@@ -17,14 +17,13 @@ gRPC 9000, HTTP 8000.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from components.specs.base import Spec, raise_rules, rule
+from components.specs.base import PinnedImage, Spec, rule
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -43,19 +42,6 @@ HTTP_PORT = 8000
 # or decode slice. The only variant any public manifest uses with jetstream-pathways:v0.2.0 is 8
 # (two v6e 2x4 slices), so other slice sizes are rejected rather than guessed.
 DISAGGREGATED_SERVER_CHIPS = frozenset({8})
-
-# A reference pinned by a tag other than ``latest`` or by a digest.
-_PINNED = re.compile(r"^[a-z0-9][a-z0-9._/:-]*[a-z0-9](?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$")
-
-
-def image_problem(image: str) -> str | None:
-    """Why ``image`` is not pinned, or None when it is."""
-    if not _PINNED.match(image):
-        return "is not pinned to a tag or digest"
-    if image.rsplit(":", 1)[-1] == "latest":
-        return "uses the moving tag 'latest'"
-    return None
-
 
 @dataclass(frozen=True)
 class JetstreamModel:
@@ -104,7 +90,7 @@ class CheckpointConversionSpec(Spec):
         "runs for hours on a large-memory VM and is needed once per bucket. When on, the Job reads Meta's signed "
         "download URL from the secret gke-tpu-llm:metaCheckpointUrl, which is then required.",
     )
-    image: str = Field(
+    image: PinnedImage = Field(
         f"{INFERENCE_IMAGES}/inference-checkpoint:v0.2.5",
         description="Converter image. Defaults to v0.2.5, the newest tag in any public source, because its "
         "long flags (--meta_url, --quantize_type) are the ones the tutorial documents.",
@@ -137,13 +123,6 @@ class CheckpointConversionSpec(Spec):
         "upstream, and a hung download on a large VM should not run unbounded.",
     )
 
-    @model_validator(mode="after")
-    def _pinned(self) -> CheckpointConversionSpec:
-        problem = image_problem(self.image)
-        if problem:
-            raise_rules([rule("image", self.image, problem, "<repository>:<tag> or <repository>@sha256:<digest>", "pin it")])
-        return self
-
 
 class JetstreamSpec(Spec):
     """JetStream + MaxText + Pathways serving on LeaderWorkerSet."""
@@ -154,25 +133,25 @@ class JetstreamSpec(Spec):
         "prefill on one slice and decode on another (needs tpu.slices = 2, one LWS sub-group per slice). "
         "Defaults to interleaved because it is the single-slice form of the 405B seed.",
     )
-    proxy_image: str = Field(
+    proxy_image: PinnedImage = Field(
         f"{PATHWAYS_IMAGES}/proxy_server:jax-0.5.3",
         description="Pathways IFRT proxy image. Defaults to jax-0.5.3 because jetstream-pathways:v0.2.0 was built "
         "and tested upstream against it (a newer Pathways JAX is not guaranteed to work).",
     )
-    server_image: str = Field(
+    server_image: PinnedImage = Field(
         f"{PATHWAYS_IMAGES}/server:jax-0.5.3",
         description="Pathways resource-manager and worker image. Defaults to jax-0.5.3, for the same pairing.",
     )
-    jetstream_image: str = Field(
+    jetstream_image: PinnedImage = Field(
         f"{INFERENCE_IMAGES}/jetstream-pathways:v0.2.0",
         description="JetStream + MaxText server image. Defaults to v0.2.0, the newest tag published (JetStream is "
         "archived), which both seeds use.",
     )
-    http_image: str = Field(
+    http_image: PinnedImage = Field(
         f"{INFERENCE_IMAGES}/jetstream-http:v0.2.3",
         description="JetStream HTTP front end (/generate, /healthcheck on 8000). Defaults to v0.2.3, as both seeds.",
     )
-    wait_image: str = Field(
+    wait_image: PinnedImage = Field(
         "gcr.io/google.com/cloudsdktool/google-cloud-cli:525.0.0-slim",
         description="Image of the leader's init container that waits for the checkpoint's commit marker. Defaults "
         "to a pinned google-cloud-cli slim build because it only needs `gcloud storage`.",
@@ -210,18 +189,6 @@ class JetstreamSpec(Spec):
         default_factory=CheckpointConversionSpec,
         description="Checkpoint conversion Job (Meta checkpoint -> MaxText layout in the checkpoint bucket).",
     )
-
-    @model_validator(mode="after")
-    def _pinned(self) -> JetstreamSpec:
-        rules = []
-        for key in ("proxy_image", "server_image", "jetstream_image", "http_image", "wait_image"):
-            image = getattr(self, key)
-            problem = image_problem(image)
-            if problem:
-                alias = type(self).model_fields[key].alias or key
-                rules.append(rule(alias, image, problem, "<repository>:<tag> or <repository>@sha256:<digest>", "pin it"))
-        raise_rules(rules)
-        return self
 
     def model_profile(self, model: str) -> JetstreamModel | None:
         return MODELS.get(model)

@@ -15,31 +15,17 @@ commit c6f85f55, 2023-11-28): images ``sax-admin-server:v1.1.0``, ``sax-model-se
 from __future__ import annotations
 
 import ipaddress
-import re
 from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from components.specs.base import Spec, raise_rules, rule
+from components.specs.base import PinnedImage, Spec, raise_rules, rule
 
 SAX_IMAGES = "us-docker.pkg.dev/cloud-tpu-images/inference"
 
 # Ports the model-server pods already use: 8471 TPU runtime (megascale/slice builder, declared by
 # the seed), 8476 the JAX distributed coordinator on worker 0.
 RESERVED_TPU_PORTS = frozenset({8471, 8476})
-
-# A reference pinned by a tag other than ``latest`` or by a digest.
-_PINNED = re.compile(r"^[a-z0-9][a-z0-9._/:-]*[a-z0-9](?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$")
-
-
-def image_problem(image: str) -> str | None:
-    """Why ``image`` is not pinned, or None when it is."""
-    if not _PINNED.match(image):
-        return "is not pinned to a tag or digest"
-    if image.rsplit(":", 1)[-1] == "latest":
-        return "uses the moving tag 'latest'"
-    return None
-
 
 class SaxmlPublishSpec(Spec):
     """The model the stack publishes to the cell once the servers are up (a Kubernetes Job)."""
@@ -66,18 +52,11 @@ class SaxmlPublishSpec(Spec):
         description="Deadline of the publish Job (activeDeadlineSeconds). Defaults to 900 because publishing waits "
         "only for the HTTP and admin servers, which start in minutes; model loading (about 10 min) happens after.",
     )
-    image: str = Field(
+    image: PinnedImage = Field(
         "curlimages/curl:8.11.1",
         description="Image of the publish Job (needs sh and curl >= 7.76 for --fail-with-body). Defaults to "
         "curlimages/curl:8.11.1 because it is small and pinned.",
     )
-
-    @model_validator(mode="after")
-    def _pinned(self) -> SaxmlPublishSpec:
-        problem = image_problem(self.image)
-        if problem:
-            raise_rules([rule("image", self.image, problem, "<repository>:<tag> or <repository>@sha256:<digest>", "pin it")])
-        return self
 
 
 class SaxmlSpec(Spec):
@@ -89,17 +68,17 @@ class SaxmlSpec(Spec):
         description="Saxml cell (/sax/<name>) the admin server owns and the model servers join. Defaults to "
         "/sax/test because the seed and the images' defaults use it.",
     )
-    admin_server_image: str = Field(
+    admin_server_image: PinnedImage = Field(
         f"{SAX_IMAGES}/sax-admin-server:v1.1.0",
         description="Admin server image. Defaults to the multi-host sample's v1.1.0 because that pairing with the "
         "model server was tested upstream on v5e 4x8.",
     )
-    model_server_image: str = Field(
+    model_server_image: PinnedImage = Field(
         f"{SAX_IMAGES}/sax-model-server:v1.1.0",
         description="Model server image. Defaults to the multi-host sample's v1.1.0 because that is the version "
         "tested upstream with LmCloudSpmd175B32Test on v5e.",
     )
-    http_server_image: str = Field(
+    http_server_image: PinnedImage = Field(
         f"{SAX_IMAGES}/sax-http:v1.0.0",
         description="HTTP server image. Defaults to the multi-host sample's v1.0.0 (one minor behind the servers, "
         "as upstream) because its request format is the one the publish Job and the README use.",
@@ -143,12 +122,6 @@ class SaxmlSpec(Spec):
     @model_validator(mode="after")
     def _rules(self) -> SaxmlSpec:
         rules = []
-        for key in ("admin_server_image", "model_server_image", "http_server_image"):
-            image = getattr(self, key)
-            problem = image_problem(image)
-            if problem:
-                alias = type(self).model_fields[key].alias or key
-                rules.append(rule(alias, image, problem, "<repository>:<tag> or <repository>@sha256:<digest>", "pin it"))
         for i, cidr in enumerate(self.load_balancer_source_ranges):
             try:
                 ipaddress.ip_network(cidr, strict=True)

@@ -14,13 +14,12 @@ before anything is registered.
 from __future__ import annotations
 
 import math
-import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from components.catalog.models import MODELS
-from components.specs.base import Spec, raise_rules, rule
+from components.specs.base import PinnedImage, Spec, raise_rules, rule
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -56,21 +55,6 @@ DEFAULT_TARGETS: dict[str, float] = {
     # KV-cache use is a 0..1 fraction; 0.7 leaves room for the minutes a new replica takes to load.
     "kv_cache_usage_perc": 0.7,
 }
-
-_IMAGE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9./_-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
-_FLOATING_TAGS = frozenset({"latest", "nightly", "main", "stable"})
-
-
-def image_is_pinned(image: str) -> bool:
-    """A released tag or a digest: never a floating tag such as ``latest``, never no tag at all."""
-    match = _IMAGE_PATTERN.match(image)
-    if match is None:
-        return False
-    tag, digest = match.group(1), match.group(2)
-    if digest:
-        return True
-    return tag is not None and tag[1:] not in _FLOATING_TAGS
-
 
 class VllmServiceSpec(Spec):
     type: Literal["external", "internal"] = Field(
@@ -206,7 +190,7 @@ class VllmAutoscalingSpec(Spec):
 class VllmSpec(Spec):
     """vLLM serving on a single-host TPU slice."""
 
-    image: str = Field(
+    image: PinnedImage = Field(
         "vllm/vllm-tpu:v0.27.0",
         description="vLLM TPU server image, pinned to a released tag or digest. Defaults to vllm/vllm-tpu:v0.27.0, "
         "a release (upstream's manifest uses the floating :latest, so a restart could change the server).",
@@ -241,22 +225,6 @@ class VllmSpec(Spec):
         "adapter), installed only with autoscaling. Defaults to v0.16.10-gke.0, the release the upstream "
         "production manifest pins (GoogleCloudPlatform/k8s-stackdriver#1245).",
     )
-
-    @model_validator(mode="after")
-    def _pinned_image(self) -> VllmSpec:
-        if not image_is_pinned(self.image):
-            raise_rules(
-                [
-                    rule(
-                        "image",
-                        self.image,
-                        "is not pinned to a released tag or digest",
-                        "repo:tag (not latest/nightly/main/stable) or repo@sha256:<digest>",
-                        "use a released tag, e.g. vllm/vllm-tpu:v0.27.0",
-                    )
-                ]
-            )
-        return self
 
     # ---- derived values (read by the renderer and by the rules below) ----
 
