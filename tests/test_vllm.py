@@ -213,9 +213,10 @@ def test_render_service_external_internal_and_source_ranges() -> None:
     external = render.render_service(vllm_plan(), namespace="llm")
     assert external["spec"]["type"] == "LoadBalancer"
     assert external["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
-    assert "annotations" not in external["metadata"]
+    # Pulumi waits for a ready endpoint as long as for the Deployment's first load.
+    assert external["metadata"]["annotations"] == {"pulumi.com/timeoutSeconds": "5400"}
     internal = render.render_service(vllm_plan(service={"type": "internal", "sourceRanges": ["10.0.0.0/8"]}), namespace="llm")
-    assert internal["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+    assert internal["metadata"]["annotations"]["networking.gke.io/load-balancer-type"] == "Internal"
     assert internal["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/8"]
     assert any("are not CIDR networks" in p for p in problems(workload={"vllm": {"service": {"sourceRanges": ["x"]}}}))
 

@@ -246,9 +246,17 @@ def render_deployment(plan: StackPlan, *, namespace: str, service_account: str, 
 def render_service(plan: StackPlan, *, namespace: str) -> dict[str, Any]:
     stack = plan.config.stack
     service = plan.config.workload.vllm.service
-    metadata: dict[str, Any] = {"name": NAME, "namespace": namespace, "labels": common_labels(stack, NAME)}
+    # Pulumi waits for the Service's endpoints, i.e. for a ready vLLM pod: give it the same budget
+    # as the Deployment's first load, not the 10-minute default.
+    annotations = {"pulumi.com/timeoutSeconds": str(deployment_timeout_seconds(plan))}
     if service.type == "internal":
-        metadata["annotations"] = {INTERNAL_LB_ANNOTATION: "Internal"}
+        annotations[INTERNAL_LB_ANNOTATION] = "Internal"
+    metadata: dict[str, Any] = {
+        "name": NAME,
+        "namespace": namespace,
+        "labels": common_labels(stack, NAME),
+        "annotations": annotations,
+    }
     spec: dict[str, Any] = {
         "type": "LoadBalancer",
         "selector": selector_labels(stack),
