@@ -463,7 +463,18 @@ _XLA_CHECK = textwrap.dedent(
             for shard in x.addressable_shards:
                 shapes_ok &= tuple(shard.data.shape) == a.shard_shape
                 per_device[shard.device.id][bucket] += shard.data.nbytes
+        # XLA's own accounting: compile a function over the sharded arrays and read the per-device
+        # argument bytes of the partitioned program from its memory analysis.
+        compiled = {}
+        for bucket in ("weights", "kv"):
+            arrs = [a for a in plan.arrays.values() if a.kind.startswith("kv") == (bucket == "kv")]
+            specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=NamedSharding(mesh, PartitionSpec(*a.spec)))
+                     for a in arrs]
+            fn = jax.jit(lambda *xs: sum(x.sum().astype("float32") for x in xs))
+            compiled[bucket] = fn.lower(*specs).compile().memory_analysis().argument_size_in_bytes if arrs else 0
         out[label] = {
+            "compiled_weights": compiled["weights"],
+            "compiled_kv": compiled["kv"],
             "mesh": dict(axes),
             "shapes_ok": shapes_ok,
             "devices": len(per_device),
@@ -477,7 +488,7 @@ _XLA_CHECK = textwrap.dedent(
 )
 
 
-def test_xla_cross_check_shard_bytes_match_planner() -> None:
+def test_xla_cross_check_shard_bytes_and_compiled_memory_match_planner() -> None:
     env = {
         **os.environ,
         "XLA_FLAGS": "--xla_force_host_platform_device_count=16",
@@ -496,6 +507,9 @@ def test_xla_cross_check_shard_bytes_match_planner() -> None:
         assert r["xla_weights"] == [r["planner_weights"]], label
         assert r["xla_kv"] == [r["planner_kv"]], label
         assert r["planner_weights"] > 0, label
+        # XLA's compiled memory analysis per device: weights within 1 %, KV cache within 5 %.
+        assert abs(r["compiled_weights"] - r["planner_weights"]) <= 0.01 * r["planner_weights"], label
+        assert abs(r["compiled_kv"] - r["planner_kv"]) <= 0.05 * max(r["planner_kv"], 1), label
 
 
 def test_sharding_no_default_mesh_reports_the_attempts() -> None:
