@@ -27,7 +27,7 @@ def median_seconds(cmd: list[str], runs: int) -> float:
     samples = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
