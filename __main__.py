@@ -9,10 +9,7 @@ import pulumi
 
 from components.capacity import resolve
 from components.config import ConfigError, load_stack_config
-from components.gke import GkeCluster
-from components.identity import WorkloadIdentity
-from components.storage import StackBucket
-from components.tpu_pool import TpuSlicePool
+from components.platform import build_platform
 from components.workloads import deploy_workload
 
 try:
@@ -22,23 +19,14 @@ except ConfigError as error:
     raise pulumi.RunError(str(error)) from None
 config = stack.config
 
-cluster = GkeCluster(config.cluster_name, config)
-pools = [TpuSlicePool(pool, config, index=i, cluster_name=cluster.cluster_name) for i, pool in enumerate(config.pool_names())]
-buckets = {key: StackBucket(f"bucket-{key}", config, key=key) for key in config.buckets}
-identity = WorkloadIdentity(
-    "workload",
-    config,
-    provider=cluster.provider,
-    bucket_names={key: bucket.bucket_name for key, bucket in buckets.items()},
-    cluster=cluster.cluster,
-)
-
+platform = build_platform(config)  # cluster -> TPU pools -> buckets -> identity
+cluster, buckets, identity = platform.cluster, platform.buckets, platform.identity
 workload_outputs = deploy_workload(stack, cluster=cluster, identity=identity, buckets=buckets)
 
 pulumi.export("cluster_name", cluster.cluster_name)
 pulumi.export("get_credentials_command", cluster.get_credentials_command)
 pulumi.export("kubeconfig", cluster.kubeconfig)
-pulumi.export("tpu_pools", [pool.pool_name for pool in pools])
+pulumi.export("tpu_pools", [pool.pool_name for pool in platform.pools])
 pulumi.export("buckets", {key: bucket.url for key, bucket in buckets.items()})
 pulumi.export("namespace", identity.namespace)
 pulumi.export("service_account", identity.service_account_name)

@@ -14,13 +14,11 @@ import pytest
 
 from components import engine
 from components.capacity import StackPlan, resolve
-from components.config import ConfigError, StackConfig
-from components.gke import GkeCluster
-from components.identity import WorkloadIdentity
+from components.config import ConfigError
 from components.jetstream import CheckpointConversion, JetstreamServer, deploy
+from components.platform import build_platform
 from components.render import jetstream as render
 from components.specs.jetstream import DISAGGREGATED_SERVER_CHIPS
-from components.storage import StackBucket
 from components.validate import validate_all
 from tests.conftest import make_config, planned
 
@@ -377,17 +375,8 @@ def test_render_derives_from_the_plan_not_from_constants() -> None:
 
 def _build(stack: StackPlan) -> Any:
     def program() -> None:
-        config: StackConfig = stack.config
-        cluster = GkeCluster("c", config)
-        buckets = {k: StackBucket(f"b-{k}", config, key=k) for k in config.buckets}
-        identity = WorkloadIdentity(
-            "wi",
-            config,
-            provider=cluster.provider,
-            bucket_names={k: b.bucket_name for k, b in buckets.items()},
-            cluster=cluster.cluster,
-        )
-        deploy(stack, cluster=cluster, identity=identity, buckets=buckets)
+        platform = build_platform(stack.config)
+        deploy(stack, cluster=platform.cluster, identity=platform.identity, buckets=platform.buckets)
 
     return program
 
@@ -419,10 +408,10 @@ def test_component_lws_depends_on_the_controller_release_and_the_ksa() -> None:
     assert release.urn in lws.dependencies
     assert ksa.urn in lws.dependencies
     assert lws.parent == server.urn
-    assert lws.provider == "c-k8s"
+    assert lws.provider == "test-k8s"  # the cluster's provider (the cluster is named after the stack)
     assert _one(records, "kubernetes:core/v1:Service").parent == server.urn
     assert not [r for r in records if r.type in (CheckpointConversion.TYPE, "kubernetes:batch/v1:Job")]
-    assert [r.inputs["name"] for r in records if r.type == "gcp:container/nodePool:NodePool"] == ["system"]
+    assert "ckpt-convert" not in [r.inputs["name"] for r in records if r.type == "gcp:container/nodePool:NodePool"]
 
 
 def test_component_conversion_pool_secret_and_job() -> None:

@@ -22,10 +22,8 @@ from components import maxtext_ray as component
 from components.__main__ import main as cli
 from components.capacity import StackPlan, resolve
 from components.config import ConfigError
-from components.gke import GkeCluster
-from components.identity import WorkloadIdentity
+from components.platform import build_platform
 from components.render import maxtext_ray as render
-from components.storage import StackBucket
 from components.validate import validate_all
 from tests.conftest import make_config, planned
 
@@ -468,16 +466,8 @@ def test_spec_stack_rules_fail_at_config_load(override: dict[str, Any], message:
 
 
 def build_workload(stack: StackPlan, *, expect_error: bool = False) -> dict[str, Any]:
-    config = stack.config
-    cluster = GkeCluster(config.cluster_name, config)
-    buckets = {key: StackBucket(f"bucket-{key}", config, key=key) for key in config.buckets}
-    identity = WorkloadIdentity(
-        "workload",
-        config,
-        provider=cluster.provider,
-        bucket_names={key: b.bucket_name for key, b in buckets.items()},
-        cluster=cluster.cluster,
-    )
+    platform = build_platform(stack.config)
+    cluster, buckets, identity = platform.cluster, platform.buckets, platform.identity
     try:
         return dict(component.deploy(stack, cluster=cluster, identity=identity, buckets=buckets))
     except ConfigError:
