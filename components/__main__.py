@@ -82,6 +82,7 @@ def _summary(res: engine.Registration) -> str:
 
 def print_plan(result: engine.PlanResult) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
     from rich.tree import Tree
 
@@ -97,7 +98,8 @@ def print_plan(result: engine.PlanResult) -> None:
     urns = {r.urn for r in result.resources}
 
     def add(parent_tree: Tree, res: engine.Registration) -> None:
-        label = f"[cyan]{res.type}[/] [bold]{res.name}[/] {_summary(res)}"
+        # Values such as "…svc.id.goog[ns/ksa]" must not be read as rich markup.
+        label = f"[cyan]{escape(res.type)}[/] [bold]{escape(res.name)}[/] {escape(_summary(res))}"
         node = parent_tree.add(label)
         nodes[res.urn] = node
         for child in by_parent.get(res.urn, []):

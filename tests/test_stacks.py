@@ -186,3 +186,12 @@ def test_stack_cli_plan_json_runs_the_program() -> None:
     assert data["stack"] == "llama-70b"
     assert data["environment"] == "dev"
     assert any(r["type"] == "gcp:container/nodePool:NodePool" for r in data["resources"])
+
+
+def test_stack_cli_tree_shows_values_with_brackets(capsys: pytest.CaptureFixture[str]) -> None:
+    from components.__main__ import main
+
+    assert main(["plan", "llama-405b"]) == 0
+    out = capsys.readouterr().out
+    assert "serviceAccount:your-project-id.svc.id.goog[llm/jetstream-pathways]" in out
+    assert "Memory per chip" in out
