@@ -114,3 +114,54 @@ def test_policy_allowance_label_is_the_one_the_program_sets() -> None:
     from components.policy import rules
 
     assert rules.ALLOW_REPLACE_LABEL == config.ALLOW_REPLACE_LABEL
+
+
+def test_policy_pack_wraps_every_rule_and_reports_through_pulumi(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pack's __main__ (run by Pulumi in its own virtualenv) adapts each rule; checked here with a
+    stand-in for pulumi_policy that records what the pack registers."""
+    import runpy
+    import sys
+    import types
+    from dataclasses import dataclass
+    from typing import Any
+
+    registered: dict[str, Any] = {}
+    fake = types.ModuleType("pulumi_policy")
+
+    class EnforcementLevel:
+        MANDATORY = "mandatory"
+        ADVISORY = "advisory"
+
+    @dataclass
+    class ResourceValidationPolicy:
+        name: str
+        description: str
+        validate: Any
+        enforcement_level: str
+
+    def policy_pack(name: str, enforcement_level: str, policies: list[ResourceValidationPolicy]) -> None:
+        registered.update(name=name, policies=policies)
+
+    fake.EnforcementLevel = EnforcementLevel  # type: ignore[attr-defined]
+    fake.PolicyPack = policy_pack  # type: ignore[attr-defined]
+    fake.ResourceValidationPolicy = ResourceValidationPolicy  # type: ignore[attr-defined]
+    fake.ResourceValidationArgs = object  # type: ignore[attr-defined]
+    fake.ReportViolation = object  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pulumi_policy", fake)
+    runpy.run_path(str(engine.ROOT / "components" / "policy" / "__main__.py"), run_name="__main__")
+
+    assert registered["name"] == "gke-tpu-llm"
+    by_name = {p.name: p for p in registered["policies"]}
+    assert set(by_name) == RULE_NAMES
+    good, bad = CASES["bucket-uniform-access-and-pap"]
+    reports: list[tuple[str, str]] = []
+    for res in (good, bad):
+        args = types.SimpleNamespace(
+            resource_type=res.type,
+            name=res.name,
+            props=res.props,
+            urn=f"urn:{res.name}",
+            opts=types.SimpleNamespace(protect=False),
+        )
+        by_name["bucket-uniform-access-and-pap"].validate(args, lambda message, urn: reports.append((message, urn)))
+    assert reports == [("publicAccessPrevention must be 'enforced'", "urn:b")]
