@@ -366,11 +366,13 @@ class IdentitySpec(Spec):
         "KSA to a dedicated Google service account (roles/iam.workloadIdentityUser + KSA annotation) that "
         "holds the bucket roles, for tools that need a service-account email.",
     )
-    namespace: str = Field(
-        "llm",
+    namespace: str | None = Field(
+        None,
         pattern=naming.DNS_LABEL_PATTERN,
-        description="Namespace the workloads run in; created by the stack. Defaults to 'llm' because a "
-        "dedicated namespace makes teardown and policy scoping one object.",
+        description="Namespace the workloads run in; created by the stack. Defaults to the stack name because "
+        "Workload Identity treats every cluster of a project as one identity pool (identity sameness): two stacks "
+        "in one project (dev and prod) must not share a namespace/ServiceAccount pair, or one stack's pods would "
+        "hold the other's bucket roles.",
     )
     service_account: str = Field(
         "llm-workload",
@@ -619,6 +621,11 @@ class StackConfig(Spec):
     @property
     def policy(self) -> EnvironmentPolicy:
         return ENVIRONMENTS[self.environment]
+
+    @property
+    def namespace(self) -> str:
+        """The workloads' namespace: configured, or the stack name (see ``identity.namespace``)."""
+        return self.identity.namespace or naming.dns_label(self.stack)
 
     @property
     def cluster_protected(self) -> bool:

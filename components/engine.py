@@ -200,6 +200,7 @@ def _make_monitor(mocks: Any, records: list[Registration]) -> Any:
                     "retainOnDelete": bool(request.retainOnDelete) if request.HasField("retainOnDelete") else False,
                     "deleteBeforeReplace": bool(request.deleteBeforeReplace),
                     "ignoreChanges": list(request.ignoreChanges),
+                    "additionalSecretOutputs": list(request.additionalSecretOutputs),
                 }
                 records.append(
                     Registration(

@@ -76,15 +76,15 @@ class WorkloadIdentity(pulumi.ComponentResource):
     ) -> None:
         super().__init__(self.TYPE, name, None, opts)
         spec = config.identity
-        self.namespace = spec.namespace
+        self.namespace = namespace = config.namespace
         self.service_account_name = spec.service_account
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider)
         # The workload pool exists once a Workload-Identity cluster exists in the project.
         iam_opts = pulumi.ResourceOptions(parent=self, depends_on=[cluster])
 
         ns_deps: Sequence[pulumi.Resource] = []
-        if spec.namespace != "default":
-            ns = k8s_objects.create(render_namespace(spec.namespace, stack=config.stack), f"{name}-ns", k8s_opts)
+        if namespace != "default":
+            ns = k8s_objects.create(render_namespace(namespace, stack=config.stack), f"{name}-ns", k8s_opts)
             ns_deps = [ns]
 
         self.gsa_email = None
@@ -92,7 +92,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
             gsa = gcp.serviceaccount.Account(
                 f"{name}-gsa",
                 account_id=naming.service_account_id(config.stack, spec.service_account),
-                display_name=f"{config.stack} workloads ({spec.namespace}/{spec.service_account})",
+                display_name=f"{config.stack} workloads ({namespace}/{spec.service_account})",
                 project=config.project,
                 opts=pulumi.ResourceOptions(parent=self),
             )
@@ -100,17 +100,17 @@ class WorkloadIdentity(pulumi.ComponentResource):
                 f"{name}-wi-user",
                 service_account_id=gsa.name,
                 role="roles/iam.workloadIdentityUser",
-                member=f"serviceAccount:{config.project}.svc.id.goog[{spec.namespace}/{spec.service_account}]",
+                member=f"serviceAccount:{config.project}.svc.id.goog[{namespace}/{spec.service_account}]",
                 opts=iam_opts,
             )
             self.gsa_email = gsa.email
             self.member = gsa.email.apply(lambda email: f"serviceAccount:{email}")
         else:
             number = gcp.organizations.get_project_output(project_id=config.project).number
-            self.member = number.apply(lambda n: principal_member(str(n), config.project, spec.namespace, spec.service_account))
+            self.member = number.apply(lambda n: principal_member(str(n), config.project, namespace, spec.service_account))
 
         self.service_account = k8s_objects.create(
-            render_service_account(spec.service_account, spec.namespace, stack=config.stack, gsa_email=self.gsa_email),
+            render_service_account(spec.service_account, namespace, stack=config.stack, gsa_email=self.gsa_email),
             f"{name}-ksa",
             pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(ns_deps)),
         )

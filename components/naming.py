@@ -69,3 +69,9 @@ def service_account_id(stack: str, role: str) -> str:
 def label_value(text: str) -> str:
     """GCP label values: lowercase letters, digits, '-' and '_', ≤ 63."""
     return fit(text, LABEL_VALUE_MAX)
+
+
+def dns_label(text: str) -> str:
+    """A Kubernetes namespace/ServiceAccount name (RFC 1123 label, ≤ 63)."""
+    name = fit(text, 63).strip("-")
+    return name if name and name[0].isalnum() else f"ns-{name}"

@@ -217,7 +217,7 @@ def test_workload_identity_gsa_mode_annotates_the_ksa() -> None:
     email = f"{gsa.inputs['accountId']}@test-project-123.iam.gserviceaccount.com"
     wi_user = one(records, "gcp:serviceaccount/iAMMember:IAMMember")
     assert wi_user.inputs["role"] == "roles/iam.workloadIdentityUser"
-    assert wi_user.inputs["member"] == "serviceAccount:test-project-123.svc.id.goog[llm/sax-sa]"
+    assert wi_user.inputs["member"] == "serviceAccount:test-project-123.svc.id.goog[test/sax-sa]"
     binding = one(records, "gcp:storage/bucketIAMMember:BucketIAMMember")
     assert binding.inputs["member"] == f"serviceAccount:{email}"
     ksa = one(records, "kubernetes:core/v1:ServiceAccount")

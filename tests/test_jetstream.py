@@ -464,8 +464,8 @@ def test_stack_plan_has_lws_service_controller_and_bucket_iam(stack: str) -> Non
 
 def test_stack_outputs_service_port_forward_and_curl() -> None:
     outputs = planned("llama-405b").outputs
-    assert outputs["jetstream_service"] == "llm/jetstream-svc"
-    assert outputs["jetstream_port_forward_command"] == "kubectl port-forward svc/jetstream-svc 8000:8000 -n llm"
+    assert outputs["jetstream_service"] == "llama-405b/jetstream-svc"
+    assert outputs["jetstream_port_forward_command"] == "kubectl port-forward svc/jetstream-svc 8000:8000 -n llama-405b"
     assert outputs["jetstream_curl"].startswith("curl ")
     assert "localhost:8000/generate" in outputs["jetstream_curl"]
     assert outputs["jetstream_checkpoint_path"] == "gs://your-project-id-llama-405b-checkpoints/maxtext/llama-3.1-405b/int8"

@@ -501,8 +501,8 @@ def test_component_registers_repository_node_grant_and_ray_objects() -> None:
     assert ray_cluster.options["deleteBeforeReplace"]
     assert ray_job.options["deleteBeforeReplace"]
     assert holder["training_image"] == render.image_ref(stack.config)
-    assert holder["rayjob_status_command"] == "kubectl get rayjob llama3-8b-4096-v6e-4x4 -n llm"
-    assert holder["rayjob_logs_command"] == "kubectl logs -f job/llama3-8b-4096-v6e-4x4 -n llm"
+    assert holder["rayjob_status_command"] == "kubectl get rayjob llama3-8b-4096-v6e-4x4 -n test"
+    assert holder["rayjob_logs_command"] == "kubectl logs -f job/llama3-8b-4096-v6e-4x4 -n test"
     assert holder["training_output"] == "gs://test-project-123-test-checkpoints/maxtext/llama3-8b-4096-v6e-4x4/"
     assert holder["image_build_command"].startswith("gcloud builds submit components/images/maxtext_ray ")
 

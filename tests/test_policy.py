@@ -44,8 +44,8 @@ CASES: dict[str, tuple[Resource, Resource]] = {
         Resource("gcp:serviceaccount/key:Key", "k", {"serviceAccountId": "sa"}),
     ),
     "secrets-stay-secret": (
-        Resource("kubernetes:core/v1:Secret", "s", {"stringData": {"token": engine.SECRET_PLACEHOLDER}}),
-        Resource("kubernetes:core/v1:Secret", "s", {"stringData": {"token": "hf_plaintext"}}),
+        Resource("kubernetes:core/v1:Secret", "s", {"stringData": {"token": "x"}}, secret_outputs=("data", "stringData")),
+        Resource("kubernetes:core/v1:Secret", "s", {"stringData": {"token": "x"}}),
     ),
 }
 
@@ -103,7 +103,15 @@ def test_policy_every_stack_passes(stack: str) -> None:
     found = [
         (res.name, rule, message)
         for res in planned(stack).resources
-        for rule, message in violations(Resource(res.type, res.name, res.inputs, protect=res.options["protect"]))
+        for rule, message in violations(
+            Resource(
+                res.type,
+                res.name,
+                res.inputs,
+                protect=res.options["protect"],
+                secret_outputs=tuple(res.options["additionalSecretOutputs"]),
+            )
+        )
     ]
     assert found == []
 
@@ -161,7 +169,7 @@ def test_policy_pack_wraps_every_rule_and_reports_through_pulumi(monkeypatch: py
             name=res.name,
             props=res.props,
             urn=f"urn:{res.name}",
-            opts=types.SimpleNamespace(protect=False),
+            opts=types.SimpleNamespace(protect=False, additional_secret_outputs=[]),
         )
         by_name["bucket-uniform-access-and-pap"].validate(args, lambda message, urn: reports.append((message, urn)))
     assert reports == [("publicAccessPrevention must be 'enforced'", "urn:b")]

@@ -468,7 +468,7 @@ def test_acceptance_outputs_give_the_endpoint_and_the_calls() -> None:
     assert out["saxml_model"] == "/sax/test/spmd"
     assert out["saxml_endpoint"].startswith("pending")  # mocks assign no load-balancer address
     assert "internal" in out["saxml_endpoint_note"]
-    assert out["saxml_port_forward_command"] == "kubectl -n llm port-forward svc/sax-http-lb 8888:8888"
+    assert out["saxml_port_forward_command"] == "kubectl -n saxml-175b port-forward svc/sax-http-lb 8888:8888"
     assert "/listcell" in out["saxml_listcell_command"]
     assert '"model": "/sax/test/spmd"' in out["saxml_listcell_command"]
     assert "/generate" in out["saxml_generate_command"]

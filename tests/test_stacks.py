@@ -193,5 +193,20 @@ def test_stack_cli_tree_shows_values_with_brackets(capsys: pytest.CaptureFixture
 
     assert main(["plan", "llama-405b"]) == 0
     out = capsys.readouterr().out
-    assert "serviceAccount:your-project-id.svc.id.goog[llm/jetstream-pathways]" in out
+    assert "serviceAccount:your-project-id.svc.id.goog[llama-405b/jetstream-pathways]" in out
     assert "Memory per chip" in out
+
+
+def test_stack_dev_and_prod_identities_do_not_overlap() -> None:
+    # Every cluster of a project shares <project>.svc.id.goog (identity sameness): a dev stack's
+    # pods must not be able to act as the prod stack's identity.
+    def members(stack: str) -> set[str]:
+        result = planned(stack)
+        return {
+            str(r.inputs["member"])
+            for r in result.resources
+            if r.type in ("gcp:serviceaccount/iAMMember:IAMMember", "gcp:storage/bucketIAMMember:BucketIAMMember")
+        }
+
+    assert members("llama-405b").isdisjoint(members("llama-405b-prod"))
+    assert planned("llama-405b").config.namespace == "llama-405b"

@@ -63,11 +63,11 @@ def container(plan: StackPlan) -> dict[str, Any]:
     return found
 
 
-def of_kind(manifests: list[dict[str, Any]], kind: str, namespace: str | None = "llm") -> list[dict[str, Any]]:
+def of_kind(manifests: list[dict[str, Any]], kind: str, namespace: str | None = "llama-70b") -> list[dict[str, Any]]:
     return [m for m in manifests if m["kind"] == kind and m["metadata"].get("namespace") == namespace]
 
 
-def one_of_kind(manifests: list[dict[str, Any]], kind: str, namespace: str | None = "llm") -> dict[str, Any]:
+def one_of_kind(manifests: list[dict[str, Any]], kind: str, namespace: str | None = "llama-70b") -> dict[str, Any]:
     (found,) = of_kind(manifests, kind, namespace)
     return found
 
@@ -328,7 +328,7 @@ def test_plan_llama70b_secret_service_monitoring_hpa_and_adapter() -> None:
 def test_plan_llama70b_outputs_endpoint_and_curl() -> None:
     outputs = planned("llama-70b").outputs
     assert outputs["vllm_endpoint_command"] == (
-        "kubectl get service vllm -n llm -o jsonpath='{.status.loadBalancer.ingress[0].ip}'"
+        "kubectl get service vllm -n llama-70b -o jsonpath='{.status.loadBalancer.ingress[0].ip}'"
     )
     assert outputs["vllm_curl"].startswith(f"curl http://$({outputs['vllm_endpoint_command']}):8000/v1/completions")
     assert '"model": "meta-llama/Llama-3.1-70B"' in outputs["vllm_curl"]
@@ -396,3 +396,15 @@ def test_cli_hpa_max_above_pool_exits_2(tmp_path: Path, capsys: pytest.CaptureFi
     assert cli(["plan", "--config", str(path), "--json"]) == 2
     err = capsys.readouterr().err
     assert "gke-tpu-llm:workload.vllm.autoscaling.maxReplicas: 3 is more replicas than the TPU pools can host" in err
+
+
+def test_render_rollout_never_waits_for_a_node_that_cannot_exist() -> None:
+    # Shipped stack: the HPA may run 2 replicas on a pool of at most 2 single-host nodes, so a surge
+    # pod could stay Pending forever at full scale: replace one replica at a time.
+    full = render.render_deployment(vllm_plan(), namespace="llm", service_account="vllm", bucket_name="b")
+    assert full["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+    # With a spare node beyond the HPA's maximum, surge first and never drop a serving replica.
+    spare = render.render_deployment(
+        vllm_plan(autoscaling={"maxReplicas": 1}), namespace="llm", service_account="vllm", bucket_name="b"
+    )
+    assert spare["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}

@@ -19,7 +19,13 @@ from components.policy.rules import RULES, Resource, Rule
 
 def _validator(rule: Rule) -> Any:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-        resource = Resource(type=args.resource_type, name=args.name, props=args.props, protect=bool(args.opts.protect))
+        resource = Resource(
+            type=args.resource_type,
+            name=args.name,
+            props=args.props,
+            protect=bool(args.opts.protect),
+            secret_outputs=tuple(args.opts.additional_secret_outputs or ()),
+        )
         for message in rule.check(resource):
             report_violation(message, args.urn)
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-SECRET_PLACEHOLDER = "[secret]"
 ALLOW_REPLACE_LABEL = "gke-tpu-llm-allow-replace"
 """GCP label a prod stack sets (through ``gke-tpu-llm:allowReplace``) on a resource it may replace."""
 
@@ -25,7 +24,8 @@ class Resource:
     name: str
     props: Mapping[str, Any]
     protect: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    secret_outputs: tuple[str, ...] = ()
+    """The resource's ``additionalSecretOutputs`` option."""
 
 
 @dataclass(frozen=True)
@@ -133,14 +133,17 @@ def check_no_sa_keys(res: Resource) -> list[str]:
 
 
 def check_secret_values(res: Resource) -> list[str]:
+    """Kubernetes Secret data stays encrypted in state and outputs.
+
+    Policy packs see secret values in plaintext (pulumi-policy#163), so the rule checks what the
+    program controls: the Secret declares ``data``/``stringData`` as secret outputs. (Where the
+    values come from — ``Config.require_secret`` — is checked at config load.)
+    """
     if res.type != "kubernetes:core/v1:Secret":
         return []
-    out = []
-    for section in ("data", "stringData"):
-        for key, value in (res.props.get(section) or {}).items():
-            if value != SECRET_PLACEHOLDER:
-                out.append(f"{section}.{key} is a plaintext value; pass it as a Pulumi secret (Config.require_secret)")
-    return out
+    present = [section for section in ("data", "stringData") if res.props.get(section)]
+    missing = [section for section in present if section not in res.secret_outputs]
+    return [f"{section} is not declared a secret output (additionalSecretOutputs)" for section in missing]
 
 
 RULES: tuple[Rule, ...] = (

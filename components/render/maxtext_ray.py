@@ -285,7 +285,7 @@ def render_ray_cluster(stack: StackPlan) -> dict[str, Any]:
         "kind": "RayCluster",
         "metadata": {
             "name": CLUSTER_NAME,
-            "namespace": config.identity.namespace,
+            "namespace": config.namespace,
             "labels": common_labels(config.stack, "ray-cluster"),
         },
         "spec": {
@@ -313,7 +313,7 @@ def render_ray_job(stack: StackPlan) -> dict[str, Any]:
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",
-        "metadata": {"name": run_name(stack), "namespace": config.identity.namespace, "labels": labels},
+        "metadata": {"name": run_name(stack), "namespace": config.namespace, "labels": labels},
         "spec": {
             "clusterSelector": {"ray.io/cluster": CLUSTER_NAME},
             "entrypoint": entrypoint(stack),
@@ -342,13 +342,13 @@ def render_ray_job(stack: StackPlan) -> dict[str, Any]:
 
 
 def status_command(stack: StackPlan) -> str:
-    return f"kubectl get rayjob {run_name(stack)} -n {stack.config.identity.namespace}"
+    return f"kubectl get rayjob {run_name(stack)} -n {stack.config.namespace}"
 
 
 def logs_command(stack: StackPlan) -> str:
     """The submitter Job (named after the RayJob) follows the Ray job's logs to completion."""
-    return f"kubectl logs -f job/{run_name(stack)} -n {stack.config.identity.namespace}"
+    return f"kubectl logs -f job/{run_name(stack)} -n {stack.config.namespace}"
 
 
 def dashboard_command(stack: StackPlan) -> str:
-    return f"kubectl port-forward svc/{HEAD_SERVICE} {DASHBOARD_PORT}:{DASHBOARD_PORT} -n {stack.config.identity.namespace}"
+    return f"kubectl port-forward svc/{HEAD_SERVICE} {DASHBOARD_PORT}:{DASHBOARD_PORT} -n {stack.config.namespace}"

@@ -26,6 +26,7 @@ from typing import Any
 
 from components.capacity import StackPlan
 from components.render.core import common_labels
+from components.specs.vllm import pool_nodes
 
 PORT = 8000
 PORT_NAME = "http"
@@ -70,6 +71,17 @@ def hpa_metric_name(metric: str) -> str:
 def deployment_timeout_seconds(plan: StackPlan) -> int:
     """How long a rollout may take: node scale-up and image pull plus the server's startup budget."""
     return plan.config.workload.vllm.probes.startup_timeout_seconds + ROLLOUT_SLACK_SECONDS
+
+
+def rolling_update(plan: StackPlan) -> dict[str, int]:
+    """Each replica fills a whole TPU VM. Surge into a spare node only when the pools can always hold
+    one more replica than the most that can run; otherwise the surge pod would stay Pending at full
+    scale and the rollout would never finish, so replace one replica at a time instead."""
+    _, pool_max = pool_nodes(plan.config)
+    _, most = replicas(plan)
+    if most < pool_max:
+        return {"maxSurge": 1, "maxUnavailable": 0}
+    return {"maxSurge": 0, "maxUnavailable": 1}
 
 
 def replicas(plan: StackPlan) -> tuple[int, int]:
@@ -202,8 +214,7 @@ def render_deployment(plan: StackPlan, *, namespace: str, service_account: str, 
     }
     deployment_spec: dict[str, Any] = {
         "selector": {"matchLabels": selector_labels(stack)},
-        # One replica fills a node: surge into a spare node of the autoscaled pool, never drop a serving one.
-        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update(plan)},
         "progressDeadlineSeconds": timeout,
         "template": {
             "metadata": {"labels": labels, "annotations": pod_annotations(plan)},
