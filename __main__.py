@@ -19,7 +19,7 @@ except ConfigError as error:
     raise pulumi.RunError(str(error)) from None
 config = stack.config
 
-platform = build_platform(config)  # cluster -> TPU pools -> buckets -> identity
+platform = build_platform(config)  # cluster -> buckets -> identity -> TPU pools
 cluster, buckets, identity = platform.cluster, platform.buckets, platform.identity
 workload_outputs = deploy_workload(stack, cluster=cluster, identity=identity, buckets=buckets)
 

@@ -43,10 +43,6 @@ def node_service_account_id(config: StackConfig) -> str:
     return naming.service_account_id(config.stack, "tpu-nodes")
 
 
-def node_service_account_email(config: StackConfig) -> str:
-    return f"{node_service_account_id(config)}@{config.project}.iam.gserviceaccount.com"
-
-
 def principal_member(project_number: str, project: str, namespace: str, ksa: str) -> str:
     return (
         f"principal://iam.googleapis.com/projects/{project_number}/locations/global/workloadIdentityPools/"
@@ -125,9 +121,10 @@ class WorkloadIdentity(pulumi.ComponentResource):
             )
 
         self.node_gsa_email = None
+        self.node_grants: list[pulumi.Resource] = []
         if config.tpu.workload_metadata == "GCE_METADATA":
-            # TpuSlicePool names this account by its deterministic email; it is created at the start
-            # of the run (no dependencies) while the pools wait for the cluster.
+            # The TPU pools run as this account (TpuSlicePool takes its email and depends on these
+            # grants, so pools are created after and deleted before them).
             node_gsa = gcp.serviceaccount.Account(
                 f"{name}-node-gsa",
                 account_id=node_service_account_id(config),
@@ -136,21 +133,23 @@ class WorkloadIdentity(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             node_member = node_gsa.email.apply(lambda email: f"serviceAccount:{email}")
-            gcp.projects.IAMMember(
+            node_role = gcp.projects.IAMMember(
                 f"{name}-node-role",
                 project=config.project,
                 role=NODE_ROLE,
                 member=node_member,
                 opts=pulumi.ResourceOptions(parent=self),
             )
+            self.node_grants.append(node_role)
             for key, role in sorted(spec.bucket_roles.items()):
-                gcp.storage.BucketIAMMember(
+                grant = gcp.storage.BucketIAMMember(
                     f"{name}-{key}-node-access",
                     bucket=bucket_names[key],
                     role=role,
                     member=node_member,
                     opts=iam_opts,
                 )
+                self.node_grants.append(grant)
             self.node_gsa_email = node_gsa.email
 
         self.register_outputs(

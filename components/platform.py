@@ -1,7 +1,7 @@
 """The platform layer every stack has: cluster, one node pool per TPU slice, buckets, identity.
 
-One function builds it in dependency order, so the program (``__main__.py``) and the tests that
-deploy a workload on top of it share exactly the same wiring.
+One function builds it in dependency order (cluster → buckets → identity → TPU pools), so the
+program (``__main__.py``) and the tests that deploy a workload on top of it share the same wiring.
 """
 
 from __future__ import annotations
@@ -25,9 +25,6 @@ class Platform:
 
 def build_platform(config: StackConfig) -> Platform:
     cluster = GkeCluster(config.cluster_name, config)
-    pools = [
-        TpuSlicePool(pool, config, index=i, cluster_name=cluster.cluster_name) for i, pool in enumerate(config.pool_names())
-    ]
     buckets = {key: StackBucket(f"bucket-{key}", config, key=key) for key in config.buckets}
     identity = WorkloadIdentity(
         "workload",
@@ -36,4 +33,16 @@ def build_platform(config: StackConfig) -> Platform:
         bucket_names={key: bucket.bucket_name for key, bucket in buckets.items()},
         cluster=cluster.cluster,
     )
+    # Pools come last: with GCE metadata they run as the identity's node account.
+    pools = [
+        TpuSlicePool(
+            pool,
+            config,
+            index=i,
+            cluster_name=cluster.cluster_name,
+            node_service_account=identity.node_gsa_email,
+            node_grants=identity.node_grants,
+        )
+        for i, pool in enumerate(config.pool_names())
+    ]
     return Platform(cluster, pools, buckets, identity)

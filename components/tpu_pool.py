@@ -19,13 +19,14 @@ Rules (from GKE's TPU docs, xpk and cluster-toolkit):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
 import pulumi_gcp as gcp
 
 from components.catalog.tpu import TpuSlice
 from components.config import StackConfig
 from components.gke import CLOUD_PLATFORM_SCOPE
-from components.identity import node_service_account_email
 
 
 class TpuSlicePool(pulumi.ComponentResource):
@@ -43,6 +44,8 @@ class TpuSlicePool(pulumi.ComponentResource):
         *,
         index: int,
         cluster_name: pulumi.Input[str],
+        node_service_account: pulumi.Input[str] | None = None,
+        node_grants: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(self.TYPE, name, None, opts)
@@ -65,7 +68,8 @@ class TpuSlicePool(pulumi.ComponentResource):
             spot=tpu.spot or None,
             reservation_affinity=reservation,
             oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-            service_account=node_service_account_email(config) if tpu.workload_metadata == "GCE_METADATA" else None,
+            # Set only for GCE_METADATA pools (WorkloadIdentity's node account); else the default.
+            service_account=node_service_account,
             workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode=tpu.workload_metadata),
             advanced_machine_features=(
                 gcp.container.NodePoolNodeConfigAdvancedMachineFeaturesArgs(threads_per_core=tpu.threads_per_core)
@@ -105,6 +109,7 @@ class TpuSlicePool(pulumi.ComponentResource):
                 protect=config.pools_protected,
                 delete_before_replace=True,
                 ignore_changes=["initialNodeCount", "nodeCount"] if autoscaled else None,
+                depends_on=list(node_grants),
             ),
         )
         self.pool_name = self.node_pool.name

@@ -36,6 +36,7 @@ BASE: dict[str, Any] = {
     "tpu": {"generation": "v6e", "topology": "4x4", "zone": "us-east5-b"},
     # The 405B seed's serving settings and buckets, so the JetStream rules hold for the base.
     "buckets": {"checkpoints": {"purpose": "ckpt", "holdsCheckpoints": True}, "pathways": {"purpose": "pathways-scratch"}},
+    "identity": {"bucketRoles": {"checkpoints": "roles/storage.objectUser", "pathways": "roles/storage.objectUser"}},
     "workload": {
         "kind": "jetstream-pathways",
         "model": "llama3.1-405b",
@@ -67,7 +68,7 @@ def make_config(stack: str = "test", *, with_secrets: bool = True, **override: A
     kind = (override.get("workload") or {}).get("kind")
     if kind not in (None, BASE["workload"]["kind"]):
         # Another workload kind: start from its own settings, not the 405B JetStream ones.
-        base = {k: v for k, v in BASE.items() if k not in ("workload", "buckets")}
+        base = {k: v for k, v in BASE.items() if k not in ("workload", "buckets", "identity")}
         base["workload"] = {"maxTargetLength": BASE["workload"]["maxTargetLength"]}
     values = merged(base, override)
     secret_keys: list[str] = []

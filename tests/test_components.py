@@ -11,6 +11,7 @@ from components import engine
 from components.config import StackConfig
 from components.gke import GkeCluster
 from components.identity import WorkloadIdentity
+from components.platform import build_platform
 from components.storage import StackBucket
 from components.tpu_pool import TpuSlicePool
 from tests.conftest import make_config
@@ -188,7 +189,10 @@ def test_workload_identity_principal_mode_binds_bucket_roles_to_the_ksa_principa
     )
     records = run(config, build_identity)
     assert not of_type(records, "gcp:serviceaccount/account:Account")
-    (binding,) = of_type(records, "gcp:storage/bucketIAMMember:BucketIAMMember")
+    # (the base config's JetStream buckets carry their own grants; this test is about `models`)
+    (binding,) = [
+        b for b in of_type(records, "gcp:storage/bucketIAMMember:BucketIAMMember") if b.inputs["bucket"].endswith("-models")
+    ]
     assert binding.inputs["bucket"] == "test-project-123-test-models"
     assert binding.inputs["role"] == "roles/storage.objectUser"
     assert binding.inputs["member"] == (
@@ -218,7 +222,9 @@ def test_workload_identity_gsa_mode_annotates_the_ksa() -> None:
     wi_user = one(records, "gcp:serviceaccount/iAMMember:IAMMember")
     assert wi_user.inputs["role"] == "roles/iam.workloadIdentityUser"
     assert wi_user.inputs["member"] == "serviceAccount:test-project-123.svc.id.goog[test/sax-sa]"
-    binding = one(records, "gcp:storage/bucketIAMMember:BucketIAMMember")
+    (binding,) = [
+        b for b in of_type(records, "gcp:storage/bucketIAMMember:BucketIAMMember") if b.inputs["bucket"].endswith("-ckpt")
+    ]
     assert binding.inputs["member"] == f"serviceAccount:{email}"
     ksa = one(records, "kubernetes:core/v1:ServiceAccount")
     assert ksa.inputs["metadata"]["annotations"] == {"iam.gke.io/gcp-service-account": email}
@@ -230,8 +236,7 @@ def test_workload_identity_default_namespace_is_not_created() -> None:
 
 
 def build_identity_and_pools(config: StackConfig) -> None:
-    build_identity(config)
-    build_pools(config)
+    build_platform(config)
 
 
 def test_workload_identity_gce_metadata_pools_run_as_a_node_gsa_with_only_bucket_roles() -> None:
@@ -257,10 +262,16 @@ def test_workload_identity_gce_metadata_pools_run_as_a_node_gsa_with_only_bucket
     assert node_bindings == {
         ("test-project-123-test-ckpt", "roles/storage.objectViewer"),
         ("test-project-123-test-scratch", "roles/storage.objectUser"),
+        # the base config's JetStream buckets
+        ("test-project-123-test-checkpoints", "roles/storage.objectUser"),
+        ("test-project-123-test-pathways", "roles/storage.objectUser"),
     }
     tpu_pool = next(p for p in of_type(records, "gcp:container/nodePool:NodePool") if p.inputs["name"].startswith("tpu-"))
     assert tpu_pool.inputs["nodeConfig"]["serviceAccount"] == email
     assert tpu_pool.inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GCE_METADATA"}
+    # created after (and deleted before) the account and its grants
+    assert node_gsa.urn in tpu_pool.dependencies
+    assert project_role.urn in tpu_pool.dependencies
 
 
 def test_workload_identity_gke_metadata_pools_keep_no_node_gsa() -> None:

@@ -145,6 +145,11 @@ def test_spec_images_must_be_pinned() -> None:
         ({"workload": {"jetstream": {"scratchBucket": "checkpoints"}}}, "scratchBucket", "is the checkpoint bucket"),
         ({"workload": {"jetstream": {"checkpointBucket": "weights"}}}, "checkpointBucket", "names no bucket"),
         ({"workload": {"model": "llama3-8b"}}, "workload.model", "no JetStream/MaxText serving profile"),
+        (
+            {"identity": {"bucketRoles": {"pathways": "roles/storage.objectViewer"}}},
+            "identity.bucketRoles.pathways",
+            "does not let the workload write scratchBucket",
+        ),
     ],
 )
 def test_stack_rules_report_key_and_fix_at_config_load(override: dict[str, Any], key: str, text: str) -> None:
@@ -492,3 +497,27 @@ def test_stack_405b_topology_change_is_consistent_or_a_clear_error() -> None:
     assert "ici_autoregressive_parallelism=4" in leader["jax-tpu"]["args"]
     with pytest.raises(ConfigError, match=r"tpu\.topology: '2x4' cannot run llama3.1-405b .* smallest slice that fits: v6e-4x4"):
         engine.plan(with_tpu(topology="2x4", machineType="ct6e-standard-4t"))
+
+
+@pytest.mark.parametrize(
+    ("gcloud_output", "gcloud_status", "exit_code", "text"),
+    [
+        ("gs://b/commit_success.txt", 0, 0, "checkpoint committed"),
+        ("ERROR: (gcloud.storage.objects.describe) HTTPError 403: forbidden", 1, 1, "cannot read"),
+    ],
+)
+def test_wait_for_checkpoint_stops_on_errors_other_than_not_found(
+    tmp_path: Any, gcloud_output: str, gcloud_status: int, exit_code: int, text: str
+) -> None:
+    """The init container's loop, run with a stand-in gcloud: a 403 ends it instead of waiting forever."""
+    import os
+    import subprocess
+
+    fake = tmp_path / "gcloud"
+    fake.write_text(f"#!/bin/sh\necho '{gcloud_output}'\nexit {gcloud_status}\n")
+    fake.chmod(0o755)
+    container = render._wait_for_checkpoint(make_config(buckets=BUCKETS).workload.jetstream, "gs://b/commit_success.txt")
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "CHECKPOINT_MARKER": "gs://b/commit_success.txt"}
+    proc = subprocess.run(container["command"], env=env, capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == exit_code
+    assert text in proc.stdout + proc.stderr

@@ -273,12 +273,19 @@ def _leader_selector(stack: StackPlan) -> dict[str, str]:
 def _wait_for_checkpoint(spec: JetstreamSpec, marker: Any) -> dict[str, Any]:
     """Init container: block until the checkpoint's commit marker exists, so the server never starts
     on a half-written (or not yet converted) checkpoint and crash-loops through restores."""
+    # Only "not found" means "keep waiting"; any other failure (403: the identity cannot read the
+    # bucket) ends the init container with the error, instead of waiting forever.
     script = (
-        'until gcloud storage objects describe "$CHECKPOINT_MARKER" --format="value(name)" >/dev/null 2>&1; do\n'
-        '  echo "waiting for $CHECKPOINT_MARKER (checkpoint conversion still running or not started)"\n'
-        "  sleep 60\n"
+        "while true; do\n"
+        '  if out=$(gcloud storage objects describe "$CHECKPOINT_MARKER" --format="value(name)" 2>&1); then\n'
+        '    echo "checkpoint committed: $CHECKPOINT_MARKER"; exit 0\n'
+        "  fi\n"
+        '  case "$out" in\n'
+        '    *404*|*NotFound*|*"not found"*|*"No URLs matched"*)\n'
+        '      echo "waiting for $CHECKPOINT_MARKER (checkpoint conversion still running or not started)"; sleep 60 ;;\n'
+        '    *) echo "cannot read $CHECKPOINT_MARKER: $out" >&2; exit 1 ;;\n'
+        "  esac\n"
         "done\n"
-        'echo "checkpoint committed: $CHECKPOINT_MARKER"\n'
     )
     return {
         "name": "wait-for-checkpoint",

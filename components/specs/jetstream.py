@@ -256,6 +256,20 @@ class JetstreamSpec(Spec):
                         "add the bucket under gke-tpu-llm:buckets or point the key at an existing one",
                     )
                 )
+        writers = ("roles/storage.objectUser", "roles/storage.objectAdmin")
+        for key, value in (("checkpointBucket", self.checkpoint_bucket), ("scratchBucket", self.scratch_bucket)):
+            role = config.identity.bucket_roles.get(value)
+            if value in config.buckets and role not in writers:
+                rules.append(
+                    rule(
+                        f"identity.bucketRoles.{value}",
+                        role,
+                        f"does not let the workload write {key} (the converter writes the checkpoint, Pathways its "
+                        "scratch files)",
+                        ", ".join(writers),
+                        f"grant roles/storage.objectUser on {value}",
+                    )
+                )
         if self.checkpoint_bucket == self.scratch_bucket:
             rules.append(
                 rule(
