@@ -191,9 +191,7 @@ class TpuSpec(Spec):
         description="Accept a zone the catalog does not list for the generation. Off by default because "
         "a wrong zone fails only at apply time; turn on when Google adds a zone before the catalog does.",
     )
-    spot: bool = Field(
-        False, description="Use Spot VMs (preemptible, cheaper). Defaults to on-demand; not allowed in prod."
-    )
+    spot: bool = Field(False, description="Use Spot VMs (preemptible, cheaper). Defaults to on-demand; not allowed in prod.")
     allow_replacement: bool = Field(
         False,
         description="Lift Pulumi protection from the TPU pools for one reviewed change that must replace them "
@@ -464,36 +462,39 @@ class WorkloadSpec(Spec):
     maxtext_ray: MaxTextRaySpec = Field(default_factory=MaxTextRaySpec, description="Settings when kind is maxtext-ray.")
 
     @model_validator(mode="after")
-    def _model_known(self) -> WorkloadSpec:
+    def _workload_rules(self) -> WorkloadSpec:
         from components.catalog.models import MODELS
 
+        rules: list[dict[str, Any]] = []
+        if self.max_prefill_length is not None and self.max_prefill_length >= self.max_target_length:
+            rules.append(
+                rule(
+                    "maxPrefillLength",
+                    self.max_prefill_length,
+                    f"is not below maxTargetLength ({self.max_target_length}); the prefill and decode caches "
+                    "together span maxTargetLength",
+                    f"1..{self.max_target_length - 1}",
+                    "lower maxPrefillLength or raise maxTargetLength",
+                )
+            )
         if self.model not in MODELS:
-            raise_rules([rule("model", self.model, "is not in the model catalog", ", ".join(MODELS), "use a catalog model key")])
+            rules.append(rule("model", self.model, "is not in the model catalog", ", ".join(MODELS), "use a catalog model key"))
         for section, kind in WORKLOAD_SECTIONS.items():
             if section in self.model_fields_set and kind is not self.kind:
-                raise_rules(
-                    [
-                        rule(
-                            to_camel(section),
-                            "(set)",
-                            f"applies to kind {kind.value}, not {self.kind.value}",
-                            f"the {to_camel(WORKLOAD_SECTION[self.kind])} section",
-                            "remove the section or change kind",
-                        )
-                    ]
+                rules.append(
+                    rule(
+                        to_camel(section),
+                        "(set)",
+                        f"applies to kind {kind.value}, not {self.kind.value}",
+                        f"the {to_camel(WORKLOAD_SECTION[self.kind])} section",
+                        "remove the section or change kind",
+                    )
                 )
         if self.per_device_batch_size is not None and self.batch_size is not None:
-            raise_rules(
-                [
-                    rule(
-                        "batchSize",
-                        self.batch_size,
-                        "cannot be combined with perDeviceBatchSize",
-                        "one of the two",
-                        "remove one",
-                    )
-                ]
+            rules.append(
+                rule("batchSize", self.batch_size, "cannot be combined with perDeviceBatchSize", "one of the two", "remove one")
             )
+        raise_rules(rules)
         return self
 
     @property
@@ -570,11 +571,25 @@ class StackConfig(Spec):
                     f"set cluster.version to {gen.min_gke_version} or newer, or unset it",
                 )
             )
+        if "gcsFuseCsiDriver" in self.addons and self.tpu.workload_metadata == "GCE_METADATA":
+            rules.append(
+                rule(
+                    "tpu.workloadMetadata",
+                    "GCE_METADATA",
+                    f"breaks {self.workload.kind.value}: the GCS FUSE CSI driver authenticates through Workload "
+                    "Identity, which GCE_METADATA nodes do not offer",
+                    "GKE_METADATA",
+                    "remove the key (GKE_METADATA is the default)",
+                )
+            )
         if self.tpu.spot and not self.policy.allow_spot:
             rules.append(
                 rule(
-                    "tpu.spot", True, f"is not allowed in {self.environment.value} (preemptible serving capacity)",
-                    "false", "use on-demand capacity or a reservation",
+                    "tpu.spot",
+                    True,
+                    f"is not allowed in {self.environment.value} (preemptible serving capacity)",
+                    "false",
+                    "use on-demand capacity or a reservation",
                 )
             )
         if self.environment is Environment.prod:
@@ -732,7 +747,10 @@ def violations_from(error: ValidationError) -> list[Violation]:
         elif err["type"] == "pinned_image":
             out.append(
                 Violation(
-                    key, err["input"], str(ctx.get("problem")), "<repository>:<tag> or <repository>@sha256:<digest>",
+                    key,
+                    err["input"],
+                    str(ctx.get("problem")),
+                    "<repository>:<tag> or <repository>@sha256:<digest>",
                     "pin a released tag or a digest",
                 )
             )
@@ -758,6 +776,8 @@ SECRETS: Mapping[str, str] = {
     "metaCheckpointUrl": "Meta's signed Llama download URL (from the license e-mail), for the checkpoint "
     "conversion Job (required while workload.jetstream.conversion.enabled is true)",
 }
+
+
 def required_secrets(workload: object) -> tuple[str, ...]:
     """Secrets the raw ``gke-tpu-llm:workload`` value needs, as its section says (e.g. vLLM's Hugging
     Face token; the Meta URL only while checkpoint conversion is on). () when the section is invalid:

@@ -86,11 +86,11 @@ class CheckpointConversion(pulumi.ComponentResource):
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                # The autoscaler owns the node count; a fixed pool name needs delete-before-replace;
-                # prod protects every pool, this one included.
+                # The autoscaler owns the node count; a fixed pool name needs delete-before-replace.
+                # Not protected even in prod: it holds no data and scales to zero, and turning the
+                # conversion off must be able to remove it.
                 ignore_changes=["initialNodeCount", "nodeCount"],
                 delete_before_replace=True,
-                protect=config.policy.protect,
             ),
         )
         self.pool_name = pool.name

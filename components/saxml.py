@@ -26,12 +26,11 @@ from components.controllers import HelmController
 from components.gke import GkeCluster
 from components.identity import WorkloadIdentity
 from components.render import saxml as render
+from components.specs.saxml import BUCKET_KEY
 from components.storage import StackBucket
 
 # Bucket key of the Saxml admin state in the stack file (``gke-tpu-llm:buckets.sax``).
-BUCKET_KEY = "sax"
 # The admin server creates and overwrites its state objects; both roles allow that on the bucket only.
-WRITE_ROLES = frozenset({"roles/storage.objectUser", "roles/storage.objectAdmin"})
 
 
 class SaxmlServing(pulumi.ComponentResource):
@@ -171,16 +170,6 @@ def deploy(
     stack: StackPlan, *, cluster: GkeCluster, identity: WorkloadIdentity, buckets: Mapping[str, StackBucket]
 ) -> Mapping[str, Any]:
     """Create the Saxml serving component; return the stack outputs it adds."""
-    if BUCKET_KEY not in buckets:
-        raise pulumi.RunError(
-            f"workload kind saxml needs a bucket 'gke-tpu-llm:buckets.{BUCKET_KEY}' for the admin server's state; "
-            f"the stack has: {', '.join(buckets) or 'none'}"
-        )
-    role = stack.config.identity.bucket_roles.get(BUCKET_KEY)
-    if role not in WRITE_ROLES:
-        raise pulumi.RunError(
-            f"the Saxml admin server writes its state to the '{BUCKET_KEY}' bucket: set "
-            f"gke-tpu-llm:identity.bucketRoles.{BUCKET_KEY} to one of {', '.join(sorted(WRITE_ROLES))} (now: {role})"
-        )
+    # The bucket and its write role are checked at config load (SaxmlSpec.stack_rules).
     serving = SaxmlServing("saxml", stack, cluster=cluster, identity=identity, bucket_name=buckets[BUCKET_KEY].bucket_name)
     return outputs(stack, serving, identity.namespace)

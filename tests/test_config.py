@@ -212,3 +212,18 @@ def test_config_allow_replacement_lifts_protection_and_labels() -> None:
     assert prod.cluster_protected
     assert not prod.pools_protected
     assert prod.labels_for(True)["gke-tpu-llm-allow-replace"] == "true"
+
+
+def test_config_prefill_must_be_below_target_length() -> None:
+    (msg,) = problems(workload={"maxPrefillLength": 2048})
+    assert msg.startswith("gke-tpu-llm:workload.maxPrefillLength: 2048 is not below maxTargetLength (2048)")
+
+
+def test_config_gcs_fuse_workloads_need_gke_metadata() -> None:
+    found = problems(
+        tpu={"topology": "2x4", "machineType": "ct6e-standard-8t", "workloadMetadata": "GCE_METADATA"},
+        workload={"kind": "vllm", "model": "llama3.1-70b"},
+        buckets={"models": {"purpose": "m"}},
+        identity={"bucketRoles": {"models": "roles/storage.objectUser"}},
+    )
+    assert any(m.startswith("gke-tpu-llm:tpu.workloadMetadata: 'GCE_METADATA' breaks vllm") for m in found)

@@ -146,6 +146,11 @@ def test_spec_images_must_be_pinned() -> None:
         ({"workload": {"jetstream": {"checkpointBucket": "weights"}}}, "checkpointBucket", "names no bucket"),
         ({"workload": {"model": "llama3-8b"}}, "workload.model", "no JetStream/MaxText serving profile"),
         (
+            {"workload": {"jetstream": {"conversion": {"enabled": True, "zone": "europe-west4-a"}}}},
+            "conversion.zone",
+            "is not in gcp:region us-east5",
+        ),
+        (
             {"identity": {"bucketRoles": {"pathways": "roles/storage.objectViewer"}}},
             "identity.bucketRoles.pathways",
             "does not let the workload write scratchBucket",
@@ -521,3 +526,14 @@ def test_wait_for_checkpoint_stops_on_errors_other_than_not_found(
     proc = subprocess.run(container["command"], env=env, capture_output=True, text=True, timeout=30, check=False)
     assert proc.returncode == exit_code
     assert text in proc.stdout + proc.stderr
+
+
+def test_conversion_pool_is_not_protected_even_in_prod() -> None:
+    # It holds no data and scales to zero; turning the conversion off must be able to delete it.
+    stack = plan_of(
+        environment="prod",
+        **{**INTERLEAVED, "workload": {**INTERLEAVED["workload"], "jetstream": {"conversion": {"enabled": True}}}},
+    )
+    records = _record(stack, conversion=True)
+    (pool,) = [r for r in records if r.type == "gcp:container/nodePool:NodePool" and r.inputs["name"] == "ckpt-convert"]
+    assert pool.options["protect"] is False

@@ -398,18 +398,15 @@ def test_component_children_are_parented_and_use_the_cluster_provider() -> None:
             assert child.provider == f"{STACK}-k8s"
 
 
-def test_deploy_requires_the_sax_bucket_with_write_access() -> None:
-    stack = sax_plan(identity={"bucketRoles": {"sax": "roles/storage.objectViewer"}})
-    # Both checks run before anything is created, so no cluster, identity or bucket is needed.
-    unused: Any = None
-
-    def deploy_with(buckets: dict[str, Any]) -> None:
-        saxml_component.deploy(stack, cluster=unused, identity=unused, buckets=buckets)
-
-    with pytest.raises(pulumi.RunError, match=r"identity\.bucketRoles\.sax"):
-        engine.record(lambda: deploy_with({"sax": unused}), stack=stack.config.stack, project=stack.config.project)
-    with pytest.raises(pulumi.RunError, match=r"buckets\.sax"):
-        engine.record(lambda: deploy_with({}), stack=stack.config.stack, project=stack.config.project)
+def test_config_requires_the_sax_bucket_with_write_access() -> None:
+    # Checked when the stack loads, so `plan` exits 2 and nothing at all is registered.
+    with pytest.raises(ConfigError, match=r"gke-tpu-llm:identity\.bucketRoles\.sax: 'roles/storage\.objectViewer' does not let"):
+        sax_plan(identity={"bucketRoles": {"sax": "roles/storage.objectViewer"}})
+    values = dict(SAXML_BASE)
+    values["buckets"] = {"state": {"purpose": "x"}}
+    values["identity"] = {**values.get("identity", {}), "bucketRoles": {"state": "roles/storage.objectAdmin"}}
+    with pytest.raises(ConfigError, match=r"gke-tpu-llm:buckets\.sax: None is required"):
+        resolve(make_config("saxml-test", **values))
 
 
 # ---------------------------------------------------------------- acceptance (plan saxml-175b --json)

@@ -256,6 +256,17 @@ class JetstreamSpec(Spec):
                         "add the bucket under gke-tpu-llm:buckets or point the key at an existing one",
                     )
                 )
+        zone = self.conversion.zone
+        if self.conversion.enabled and zone is not None and zone.rsplit("-", 1)[0] != config.region:
+            rules.append(
+                rule(
+                    "workload.jetstream.conversion.zone",
+                    zone,
+                    f"is not in gcp:region {config.region} (a node pool's zones must be in the cluster's region)",
+                    f"a zone of {config.region}",
+                    "pick a zone of the region that offers the converter's machine type, or unset it",
+                )
+            )
         writers = ("roles/storage.objectUser", "roles/storage.objectAdmin")
         for key, value in (("checkpointBucket", self.checkpoint_bucket), ("scratchBucket", self.scratch_bucket)):
             role = config.identity.bucket_roles.get(value)

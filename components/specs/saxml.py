@@ -15,7 +15,7 @@ commit c6f85f55, 2023-11-28): images ``sax-admin-server:v1.1.0``, ``sax-model-se
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
@@ -26,6 +26,7 @@ SAX_IMAGES = "us-docker.pkg.dev/cloud-tpu-images/inference"
 # Ports the model-server pods already use: 8471 TPU runtime (megascale/slice builder, declared by
 # the seed), 8476 the JAX distributed coordinator on worker 0.
 RESERVED_TPU_PORTS = frozenset({8471, 8476})
+
 
 class SaxmlPublishSpec(Spec):
     """The model the stack publishes to the cell once the servers are up (a Kubernetes Job)."""
@@ -57,6 +58,11 @@ class SaxmlPublishSpec(Spec):
         description="Image of the publish Job (needs sh and curl >= 7.76 for --fail-with-body). Defaults to "
         "curlimages/curl:8.11.1 because it is small and pinned.",
     )
+
+
+BUCKET_KEY = "sax"
+"""The bucket (``gke-tpu-llm:buckets.sax``) that holds the admin server's cell state."""
+WRITE_ROLES = ("roles/storage.objectUser", "roles/storage.objectAdmin")
 
 
 class SaxmlSpec(Spec):
@@ -118,6 +124,31 @@ class SaxmlSpec(Spec):
     publish: SaxmlPublishSpec = Field(
         default_factory=SaxmlPublishSpec, description="Declarative publish of the model into the cell."
     )
+
+    def stack_rules(self, config: Any) -> list[dict[str, Any]]:
+        """The admin server keeps its state in the `sax` bucket and must be able to write it."""
+        if BUCKET_KEY not in config.buckets:
+            return [
+                rule(
+                    f"buckets.{BUCKET_KEY}",
+                    None,
+                    "is required for the Saxml admin server's state",
+                    f"a bucket under the key {BUCKET_KEY!r}",
+                    f"add gke-tpu-llm:buckets.{BUCKET_KEY} (purpose: saxml-admin-state)",
+                )
+            ]
+        role = config.identity.bucket_roles.get(BUCKET_KEY)
+        if role not in WRITE_ROLES:
+            return [
+                rule(
+                    f"identity.bucketRoles.{BUCKET_KEY}",
+                    role,
+                    "does not let the admin server write its state",
+                    ", ".join(WRITE_ROLES),
+                    f"grant roles/storage.objectAdmin on {BUCKET_KEY}",
+                )
+            ]
+        return []
 
     @model_validator(mode="after")
     def _rules(self) -> SaxmlSpec:
