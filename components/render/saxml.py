@@ -151,43 +151,29 @@ def _no_escalation() -> dict[str, Any]:
 # ---------------------------------------------------------------- objects
 
 
-def render_admin_server(
-    stack: StackPlan, *, namespace: str, service_account: str, bucket_name: pulumi.Input[str]
+def _cpu_server(
+    stack: StackPlan, name: str, *, namespace: str, service_account: str, container: dict[str, Any]
 ) -> dict[str, Any]:
-    """Admin server Deployment: one replica on the CPU system pool, state in the stack's bucket."""
-    spec = stack.config.workload.saxml
-    component = ADMIN_NAME
+    """A one-replica Deployment of a Saxml CPU server (admin or HTTP) on the system pool."""
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _meta(stack, ADMIN_NAME, namespace, component),
+        "metadata": _meta(stack, name, namespace, name),
         "spec": {
             "replicas": 1,
-            # Two admin servers of one cell must never overlap: the old one stops before the new starts.
-            "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": _selector(stack, component)},
+            "selector": {"matchLabels": _selector(stack, name)},
             "template": {
-                "metadata": {"labels": common_labels(stack.config.stack, component)},
+                "metadata": {"labels": common_labels(stack.config.stack, name)},
                 "spec": {
                     "serviceAccountName": service_account,
                     "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
                     "containers": [
                         {
-                            "name": ADMIN_NAME,
-                            "image": spec.admin_server_image,
-                            "env": [
-                                {"name": "GSBUCKET", "value": bucket_name},
-                                {"name": "SAX_CELL", "value": spec.cell},
-                                {"name": "PORT", "value": str(spec.admin_port)},
-                            ],
-                            "ports": [{"name": "admin", "containerPort": spec.admin_port, "protocol": "TCP"}],
-                            "readinessProbe": {
-                                "tcpSocket": {"port": spec.admin_port},
-                                "periodSeconds": 10,
-                                "failureThreshold": 3,
-                            },
+                            "name": name,
+                            **container,
                             "resources": {"requests": dict(CPU_SERVER_REQUESTS)},
-                            # The sample runs it privileged; a CPU server that talks gRPC and GCS needs nothing.
+                            # The sample runs the admin privileged; CPU servers that talk gRPC, HTTP
+                            # and GCS need nothing.
                             "securityContext": _no_escalation(),
                         }
                     ],
@@ -195,6 +181,32 @@ def render_admin_server(
             },
         },
     }
+
+
+def render_admin_server(
+    stack: StackPlan, *, namespace: str, service_account: str, bucket_name: pulumi.Input[str]
+) -> dict[str, Any]:
+    """Admin server Deployment: one replica on the CPU system pool, state in the stack's bucket."""
+    spec = stack.config.workload.saxml
+    deployment = _cpu_server(
+        stack,
+        ADMIN_NAME,
+        namespace=namespace,
+        service_account=service_account,
+        container={
+            "image": spec.admin_server_image,
+            "env": [
+                {"name": "GSBUCKET", "value": bucket_name},
+                {"name": "SAX_CELL", "value": spec.cell},
+                {"name": "PORT", "value": str(spec.admin_port)},
+            ],
+            "ports": [{"name": "admin", "containerPort": spec.admin_port, "protocol": "TCP"}],
+            "readinessProbe": {"tcpSocket": {"port": spec.admin_port}, "periodSeconds": 10, "failureThreshold": 3},
+        },
+    )
+    # Two admin servers of one cell must never overlap: the old one stops before the new starts.
+    deployment["spec"]["strategy"] = {"type": "Recreate"}
+    return deployment
 
 
 def render_model_servers(
@@ -277,39 +289,19 @@ def render_http_server(
 ) -> dict[str, Any]:
     """HTTP server Deployment (finds the admin through SAX_ROOT) on the CPU system pool."""
     spec = stack.config.workload.saxml
-    component = HTTP_NAME
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": _meta(stack, HTTP_NAME, namespace, component),
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": _selector(stack, component)},
-            "template": {
-                "metadata": {"labels": common_labels(stack.config.stack, component)},
-                "spec": {
-                    "serviceAccountName": service_account,
-                    "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
-                    "containers": [
-                        {
-                            "name": HTTP_NAME,
-                            "image": spec.http_server_image,
-                            "env": [{"name": "SAX_ROOT", "value": sax_root(bucket_name)}],
-                            "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
-                            # GET / answers without touching the cell, so readiness means "serving HTTP".
-                            "readinessProbe": {
-                                "httpGet": {"path": "/", "port": HTTP_PORT},
-                                "periodSeconds": 10,
-                                "failureThreshold": 3,
-                            },
-                            "resources": {"requests": dict(CPU_SERVER_REQUESTS)},
-                            "securityContext": _no_escalation(),
-                        }
-                    ],
-                },
-            },
+    return _cpu_server(
+        stack,
+        HTTP_NAME,
+        namespace=namespace,
+        service_account=service_account,
+        container={
+            "image": spec.http_server_image,
+            "env": [{"name": "SAX_ROOT", "value": sax_root(bucket_name)}],
+            "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+            # GET / answers without touching the cell, so readiness means "serving HTTP".
+            "readinessProbe": {"httpGet": {"path": "/", "port": HTTP_PORT}, "periodSeconds": 10, "failureThreshold": 3},
         },
-    }
+    )
 
 
 def render_http_service(stack: StackPlan, *, namespace: str) -> dict[str, Any]:
