@@ -1,4 +1,4 @@
-"""``HelmController``: a pinned upstream controller (LWS, JobSet) installed as a Helm release.
+"""``HelmController``: a pinned upstream controller (LWS, JobSet): its CRDs, then its Helm release.
 
 Why a Helm release (``kubernetes:helm.sh/v3:Release``) rather than ``yaml/v2`` or ``helm.v4.Chart``:
 the release previews while the cluster does not exist yet (pulumi-kubernetes#1794, fixed by #1886),
@@ -7,16 +7,52 @@ cannot tell whether a kind is namespaced when its CRD arrives in the same run (#
 taken from the project's OCI registry at the configured version, so an upgrade is one reviewed
 change of ``gke-tpu-llm:controllers``. Custom resources of the controller must depend on this
 component's ``release`` so they are created after the CRDs and the webhook.
+
+CRDs are not left to Helm. Helm installs a chart's ``crds/`` directory on first install only and
+never upgrades (or deletes) it, so bumping ``lwsVersion``/``jobsetVersion`` used to upgrade the
+controller while the cluster kept the old CRD schema. Instead the release runs with ``skip_crds``
+and this component registers the chart's CRDs of the configured version from the copies vendored
+in ``components/crds`` (byte-for-byte the ``charts/<chart>/crds`` documents of the release tag; see
+its README): a version bump changes these resources in the plan and upgrades them in the cluster.
+
+How the CRDs are registered, and why (pulumi-kubernetes 4.34, the version pinned in
+requirements.txt; sources are pulumi/pulumi-kubernetes at v4.32.0 and its CHANGELOG):
+
+* ``CustomResourceDefinitionPatch``, not ``CustomResourceDefinition``. Every existing cluster
+  already has these CRDs (created by Helm). Since 4.29.0 (#2926) a plain resource is *created*
+  with a client-side create, which fails with AlreadyExists unless the provider-wide
+  ``upsertExistingObjects`` option is set (provider/pkg/await/await.go ``Creation``; that option
+  would re-enable silent upserts for every object of the stack). Patch resources are always sent
+  as a Server-Side Apply patch, which adopts an existing object and creates a missing one, so the
+  first ``up`` after this change works on old and new clusters alike. The patch carries the whole
+  upstream CRD, so the result is the full object, not a partial edit.
+* ``pulumi.com/patchForce: "true"``. Helm created the CRDs with an Update, so its field manager
+  owns every field. Server-Side Apply reports a conflict when an apply changes a field another
+  manager owns (equal values are merely co-owned); that is the case on every version bump and on
+  clusters whose CRDs are already stale from an earlier bump (the bug this fixes). The annotation
+  makes the provider send ``force=true`` (await.go ``patchForce``), so Pulumi takes those fields
+  over. ``spec.versions`` (all schemas) is an atomic list (``x-kubernetes-list-type: atomic`` in
+  the Kubernetes OpenAPI), so once taken over it is exactly the vendored list; nothing of the old
+  schema survives under Helm's ownership.
+* ``pulumi.com/patchFieldManager``: a fixed, readable field-manager name instead of a random
+  ``pulumi-kubernetes-<id>`` per resource (provider.go ``fieldManagerName``).
+* ``retain_on_delete``. Deleting a CRD deletes every custom resource of that kind in the cluster,
+  including ones this stack does not manage, so removing the workload (or a CRD a later release
+  dropped) must not delete it; Helm never deletes ``crds/`` either. It is also required: deleting a
+  Patch resource that owns required fields fails and the provider's error asks for
+  ``retainOnDelete`` (provider.go ``Delete``). To really remove a CRD, ``kubectl delete crd <name>``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from components import crds as vendored_crds
 
 
 @dataclass(frozen=True)
@@ -29,6 +65,8 @@ class ControllerChart:
 
 
 CHARTS: Mapping[str, ControllerChart] = {
+    # The chart's LWS CRD names its conversion webhook Service "lws-webhook-service" in
+    # "lws-system": the release must stay named "lws" in that namespace.
     "lws": ControllerChart(
         chart="oci://registry.k8s.io/lws/charts/lws",
         namespace="lws-system",
@@ -41,10 +79,32 @@ CHARTS: Mapping[str, ControllerChart] = {
     ),
 }
 
+CRD_FIELD_MANAGER = "gke-tpu-llm"
+"""Server-Side Apply field manager of the CRDs (``kubectl get crd NAME --show-managed-fields``)."""
+
+CRD_ANNOTATIONS: Mapping[str, str] = {
+    "pulumi.com/patchForce": "true",
+    "pulumi.com/patchFieldManager": CRD_FIELD_MANAGER,
+}
+"""Added to each vendored CRD's annotations; see the module docstring for why."""
+
+
+def crd_resource_name(name: str, crd: Mapping[str, Any]) -> str:
+    """Pulumi name of a CRD of the component ``name``: ``<name>-crd-<plural>`` (stable across versions)."""
+    return f"{name}-crd-{crd['spec']['names']['plural']}"
+
+
+def crd_object(crd: Mapping[str, Any]) -> dict[str, Any]:
+    """The vendored CRD with :data:`CRD_ANNOTATIONS` added to its metadata (other fields unchanged)."""
+    metadata = dict(crd["metadata"])
+    metadata["annotations"] = {**metadata.get("annotations", {}), **CRD_ANNOTATIONS}
+    return {**crd, "metadata": metadata}
+
 
 class HelmController(pulumi.ComponentResource):
     TYPE = "gke-tpu-llm:controllers:HelmController"
 
+    crds: Sequence[k8s.apiextensions.v1.CustomResourceDefinitionPatch]
     release: k8s.helm.v3.Release
     status: pulumi.Output[Any]
 
@@ -60,6 +120,16 @@ class HelmController(pulumi.ComponentResource):
     ) -> None:
         super().__init__(self.TYPE, name, None, opts)
         chart = CHARTS[controller]
+        self.crds = [
+            k8s.apiextensions.v1.CustomResourceDefinitionPatch(
+                crd_resource_name(name, crd),
+                metadata=obj["metadata"],
+                spec=obj["spec"],
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, retain_on_delete=True),
+            )
+            for crd in vendored_crds.crds(controller, version)
+            for obj in [crd_object(crd)]
+        ]
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=controller,
@@ -68,9 +138,11 @@ class HelmController(pulumi.ComponentResource):
             namespace=chart.namespace,
             create_namespace=True,
             values=dict(values or {}),
+            # The CRDs above are the release's; Helm would only ever install (never upgrade) its own.
+            skip_crds=True,
             # Wait for the controller's Deployment (and so its webhook) before dependents apply.
             skip_await=False,
-            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(self.crds)),
         )
         self.status = self.release.status
         self.register_outputs({"status": self.status})

@@ -4,11 +4,14 @@ Public API
 ----------
 ``KUBERNETES_VERSION``
     Kubernetes minor version whose built-in API schemas are used by default.
-``validate_object(obj, *, kubernetes_version=KUBERNETES_VERSION) -> list[str]``
+``validate_object(obj, *, kubernetes_version=KUBERNETES_VERSION, controller_versions=None) -> list[str]``
     Human-readable problems (empty list if valid), each formatted as
     ``<kind>/<metadata.name>: <path>: <message>``; ``<path>`` is a field path such as
     ``spec.template.spec.containers[0].image`` (``<root>`` for the whole object).
-``validate_all(objs) -> list[str]``
+    ``controller_versions`` maps a controller (``lws``, ``jobset``) to its release, as
+    ``ControllersSpec.by_controller`` of the stack config gives it; omitted controllers use the
+    config defaults.
+``validate_all(objs, *, kubernetes_version=..., controller_versions=None) -> list[str]``
     ``validate_object`` over an iterable, problems concatenated in order.
 
 Built-in kinds
@@ -34,10 +37,12 @@ instead of calling ``kubernetes_validate.validate`` because that function
 
 Custom resources
 ----------------
-``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSet, ``jobset.x-k8s.io/v1alpha2`` JobSet,
-``ray.io/v1`` RayCluster and RayJob, ``monitoring.googleapis.com/v1`` PodMonitoring are validated
-with ``jsonschema`` Draft 2020-12 against the CRD schemas vendored in ``components/schemas``
-(sources and versions in ``components/schemas/README.md``). At load time every object schema
+``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSet and ``jobset.x-k8s.io/v1alpha2`` JobSet are
+validated against the ``openAPIV3Schema`` of the CRD of the configured controller release, taken
+from the very CRDs the stack installs (``components/crds``, see :data:`CONTROLLER_RESOURCES`);
+``ray.io/v1`` RayCluster and RayJob and ``monitoring.googleapis.com/v1`` PodMonitoring against the
+CRD schemas vendored in ``components/schemas`` (sources and versions in its README). Both use
+``jsonschema`` Draft 2020-12. At load time every object schema
 that has ``properties`` but neither ``additionalProperties`` nor
 ``x-kubernetes-preserve-unknown-fields`` gets ``additionalProperties: false`` (so typos are caught,
 including inside the embedded PodSpec/JobSpec schemas), and ``nullable: true`` becomes a
@@ -106,7 +111,11 @@ from jsonschema.protocols import Validator
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
+from components import crds
+from components.config import ControllersSpec
+
 __all__ = [
+    "CONTROLLER_RESOURCES",
     "CUSTOM_RESOURCE_SCHEMAS",
     "KUBERNETES_VERSION",
     "SCHEMA_DIR",
@@ -118,10 +127,15 @@ KUBERNETES_VERSION = "1.34"
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 
+#: ``(apiVersion, kind)`` -> controller whose vendored CRDs (``components/crds``) define the kind;
+#: the schema is that of the controller release being validated against.
+CONTROLLER_RESOURCES: Mapping[tuple[str, str], str] = {
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): "lws",
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): "jobset",
+}
+
 #: ``(apiVersion, kind)`` -> vendored schema file relative to :data:`SCHEMA_DIR`.
 CUSTOM_RESOURCE_SCHEMAS: Mapping[tuple[str, str], str] = {
-    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): "leaderworkerset.x-k8s.io/LeaderWorkerSet-v1.json",
-    ("jobset.x-k8s.io/v1alpha2", "JobSet"): "jobset.x-k8s.io/JobSet-v1alpha2.json",
     ("ray.io/v1", "RayCluster"): "ray.io/RayCluster-v1.json",
     ("ray.io/v1", "RayJob"): "ray.io/RayJob-v1.json",
     ("monitoring.googleapis.com/v1", "PodMonitoring"): "monitoring.googleapis.com/PodMonitoring-v1.json",
@@ -440,8 +454,20 @@ def _crd_validator(api_version: str, kind: str) -> Validator:
     return _StrictValidator(_load_crd_schema(CUSTOM_RESOURCE_SCHEMAS[(api_version, kind)]))
 
 
+@functools.cache
+def _controller_crd_validator(controller: str, version: str, api_version: str, kind: str) -> Validator:
+    """Validator for ``kind`` from the controller release's vendored CRD (raises ``KeyError`` if absent)."""
+    schema = crds.schema(controller, version, api_version, kind)  # a fresh copy: safe to transform
+    _strictify(schema)
+    return _StrictValidator(schema)
+
+
+def _default_controller_versions() -> dict[str, str]:
+    return ControllersSpec().by_controller
+
+
 def _known_custom_resources() -> str:
-    return ", ".join(f"{api} {kind}" for api, kind in CUSTOM_RESOURCE_SCHEMAS)
+    return ", ".join(f"{api} {kind}" for api, kind in [*CONTROLLER_RESOURCES, *CUSTOM_RESOURCE_SCHEMAS])
 
 
 def _custom_resource_metadata_problems(obj: Mapping[str, Any], kubernetes_version: str) -> list[_Problem]:
@@ -518,8 +544,19 @@ def _jobset_problems(obj: Mapping[str, Any]) -> list[_Problem]:
     return problems
 
 
-def _custom_resource_problems(obj: Mapping[str, Any], kubernetes_version: str) -> list[_Problem]:
-    problems = _schema_problems(_crd_validator(obj["apiVersion"], obj["kind"]), obj)
+def _custom_resource_problems(
+    obj: Mapping[str, Any], kubernetes_version: str, controller_versions: Mapping[str, str]
+) -> list[_Problem]:
+    api_version, kind = obj["apiVersion"], obj["kind"]
+    controller = CONTROLLER_RESOURCES.get((api_version, kind))
+    if controller is None:
+        problems = _schema_problems(_crd_validator(api_version, kind), obj)
+    else:
+        version = controller_versions.get(controller) or _default_controller_versions()[controller]
+        try:
+            problems = _schema_problems(_controller_crd_validator(controller, version, api_version, kind), obj)
+        except KeyError as exc:
+            problems = [(_ROOT, str(exc.args[0]) if exc.args else repr(exc))]
     problems.extend(_custom_resource_metadata_problems(obj, kubernetes_version))
     if obj["kind"] == "JobSet":
         problems.extend(_jobset_problems(obj))
@@ -577,7 +614,9 @@ def _label(obj: Mapping[str, Any]) -> str:
     return f"{kind_part}/{name_part}"
 
 
-def _object_problems(obj: Mapping[str, Any], kubernetes_version: str) -> Iterator[_Problem]:
+def _object_problems(
+    obj: Mapping[str, Any], kubernetes_version: str, controller_versions: Mapping[str, str]
+) -> Iterator[_Problem]:
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     api_version_ok = isinstance(api_version, str) and _API_VERSION_RE.fullmatch(api_version) is not None
     kind_ok = isinstance(kind, str) and _KIND_RE.fullmatch(kind) is not None
@@ -586,8 +625,8 @@ def _object_problems(obj: Mapping[str, Any], kubernetes_version: str) -> Iterato
     if not kind_ok:
         yield ("kind", f"missing or malformed: {kind!r}")
     if api_version_ok and kind_ok and isinstance(api_version, str) and isinstance(kind, str):
-        if (api_version, kind) in CUSTOM_RESOURCE_SCHEMAS:
-            yield from _custom_resource_problems(obj, kubernetes_version)
+        if (api_version, kind) in CONTROLLER_RESOURCES or (api_version, kind) in CUSTOM_RESOURCE_SCHEMAS:
+            yield from _custom_resource_problems(obj, kubernetes_version, controller_versions)
         elif _is_builtin_api_version(api_version):
             yield from _builtin_problems(obj, kubernetes_version)
         else:
@@ -601,25 +640,37 @@ def _object_problems(obj: Mapping[str, Any], kubernetes_version: str) -> Iterato
     yield from _common_metadata_problems(obj)
 
 
-def validate_object(obj: Mapping[str, Any], *, kubernetes_version: str = KUBERNETES_VERSION) -> list[str]:
+def validate_object(
+    obj: Mapping[str, Any],
+    *,
+    kubernetes_version: str = KUBERNETES_VERSION,
+    controller_versions: Mapping[str, str] | None = None,
+) -> list[str]:
     """Validate one rendered Kubernetes object; return problems (empty list if valid).
 
-    Each problem reads ``<kind>/<metadata.name>: <path>: <message>``."""
+    Each problem reads ``<kind>/<metadata.name>: <path>: <message>``. ``controller_versions``
+    (e.g. ``config.controllers.by_controller``) picks the LWS/JobSet CRD release; default: the
+    ``gke-tpu-llm:controllers`` defaults."""
     if not isinstance(obj, Mapping):
         return [f"<no kind>/<no name>: {_ROOT}: expected a mapping, got {type(obj).__name__}"]
     label = _label(obj)
     seen: set[_Problem] = set()
     out: list[str] = []
-    for problem in _object_problems(obj, kubernetes_version):
+    for problem in _object_problems(obj, kubernetes_version, controller_versions or {}):
         if problem not in seen:
             seen.add(problem)
             out.append(f"{label}: {problem[0]}: {problem[1]}")
     return out
 
 
-def validate_all(objs: Iterable[Mapping[str, Any]], *, kubernetes_version: str = KUBERNETES_VERSION) -> list[str]:
+def validate_all(
+    objs: Iterable[Mapping[str, Any]],
+    *,
+    kubernetes_version: str = KUBERNETES_VERSION,
+    controller_versions: Mapping[str, str] | None = None,
+) -> list[str]:
     """:func:`validate_object` for each object; all problems, in input order."""
     problems: list[str] = []
     for obj in objs:
-        problems.extend(validate_object(obj, kubernetes_version=kubernetes_version))
+        problems.extend(validate_object(obj, kubernetes_version=kubernetes_version, controller_versions=controller_versions))
     return problems

@@ -62,7 +62,7 @@ SERVABLE_MODULES: Mapping[str, str] = {
 }
 
 # First JobSet release whose API has the RestartJob failure-policy action (its CRD, vendored in
-# components/schemas, lists it); older controllers get the default RestartJobSet behaviour.
+# components/crds/jobset, lists it); older controllers get the default RestartJobSet behaviour.
 RESTART_JOB_SINCE = (0, 12, 0)
 
 TPU_TAINT_TOLERATION = {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
