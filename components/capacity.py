@@ -108,23 +108,63 @@ def resolve(config: StackConfig) -> StackPlan:
         if single_host_only and tpu.slice.multi_host:
             raise planner.PlanError(
                 f"{config.workload.kind.value} runs on single-host slices only and {tpu.slice.key} has "
-                f"{tpu.slice.hosts} hosts; use a single-host topology (at most 8 chips on one VM)"
+                f"{tpu.slice.hosts} hosts; use a single-host topology (at most 8 chips on one VM)",
+                "slice",
             )
         verified = planner.verify_slice(arch, workload, tpu.slice, region=config.region, spot=tpu.spot)
         return StackPlan(config, verified, selected=False)
     except planner.PlanError as error:
-        message = str(error)
-        on_parallelism = "parallelism" in message and "does not divide" in message
-        key = "gke-tpu-llm:workload.parallelism" if on_parallelism else "gke-tpu-llm:tpu.topology"
-        value: Any = config.workload.parallelism if on_parallelism else tpu.topology
+        key, value, fix = blamed(config, error.field)
         raise ConfigError(
-            [
-                Violation(
-                    key,
-                    value,
-                    f"cannot run {arch.name} ({config.workload.kind.value}): {message}",
-                    "",
-                    "change the topology, the parallelism, the dtype or the batch/length settings as the message says",
-                )
-            ]
+            [Violation(f"gke-tpu-llm:{key}", value, f"cannot run {arch.name} ({config.workload.kind.value}): {error}", "", fix)]
         ) from None
+
+
+# The stack key behind each planner field (PlanError.field), the value to show and the fix.
+_FIXES: dict[str, str] = {
+    "tpu.topology": "pick a topology that fits (the message names the smallest), or shrink the workload",
+    "tpu.generation": "pin a generation with more HBM per chip, or lower the batch or length settings, or use int8 weights",
+    "workload.parallelism": "choose degrees whose product is the slice's chips and that divide the model's heads, or "
+    "remove workload.parallelism to derive them",
+    "workload.perDeviceBatchSize": "lower workload.perDeviceBatchSize (or maxTargetLength) until the cache fits; x chips it "
+    "must be a whole batch that splits over the batch axes",
+    "workload.batchSize": "lower workload.batchSize (or maxTargetLength) until the cache fits, or use one that splits over "
+    "the batch axes",
+    "workload.maxTargetLength": "lower workload.maxTargetLength until the cache fits, or pin a larger topology",
+    "workload.maxPrefillLength": "keep workload.maxPrefillLength below maxTargetLength",
+    "workload.weights": "remove workload.weights: the servable fixes the weight dtype",
+    "workload.reserveFraction": "use a fraction in [0, 1)",
+    "workload.kind": "use a workload kind the planner knows",
+}
+
+
+def blamed(config: StackConfig, field: str) -> tuple[str, Any, str]:
+    """(stack key, its value, fix) for a ``PlanError.field``: the setting the user must change."""
+    w = config.workload
+    if field.startswith("parallelism") and w.parallelism is None:
+        field = "slice"  # the planner's own meshes failed: the slice cannot split the model
+    if field in ("batch", "tokens"):
+        if w.per_device_batch_size is not None:
+            field = "per_device_batch_size"
+        elif w.batch_size is not None:
+            field = "batch_size"
+        elif field == "tokens":
+            field = "max_target_length"
+        else:
+            field = "parallelism" if w.parallelism is not None else "slice"
+    keys: dict[str, tuple[str, Any]] = {
+        "parallelism": ("workload.parallelism", w.parallelism),
+        "per_device_batch_size": ("workload.perDeviceBatchSize", w.per_device_batch_size),
+        "batch_size": ("workload.batchSize", w.batch_size),
+        "max_target_length": ("workload.maxTargetLength", w.max_target_length),
+        "max_prefill_length": ("workload.maxPrefillLength", w.max_prefill_length),
+        "weight_dtype": ("workload.weights", w.weights),
+        "reserve_fraction": ("workload.reserveFraction", w.reserve_fraction),
+        "engine": ("workload.kind", w.kind.value),
+    }
+    if config.tpu.topology is None:
+        keys["slice"] = ("tpu.generation", config.tpu.generation)  # no slice of the generation works
+    else:
+        keys["slice"] = ("tpu.topology", config.tpu.topology)
+    key, value = keys.get(field, keys["slice"])
+    return key, value, _FIXES[key]

@@ -88,7 +88,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
             gsa = gcp.serviceaccount.Account(
                 f"{name}-gsa",
                 account_id=naming.service_account_id(config.stack, spec.service_account),
-                display_name=f"{config.stack} workloads ({namespace}/{spec.service_account})",
+                display_name=naming.workload_gsa_display_name(config.stack, namespace, spec.service_account),
                 project=config.project,
                 opts=pulumi.ResourceOptions(parent=self),
             )
@@ -128,7 +128,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
             node_gsa = gcp.serviceaccount.Account(
                 f"{name}-node-gsa",
                 account_id=node_service_account_id(config),
-                display_name=f"{config.stack} TPU nodes (GCE metadata: pods act as this account)",
+                display_name=naming.node_gsa_display_name(config.stack),
                 project=config.project,
                 opts=pulumi.ResourceOptions(parent=self),
             )

@@ -82,7 +82,18 @@ TRAINING_RESERVE_FRACTION = 0.05
 
 
 class PlanError(ValueError):
-    """A model/workload/slice combination that cannot work; the message names the numbers and a fix."""
+    """A model/workload/slice combination that cannot work; the message names the numbers and a fix.
+
+    ``field`` says which input must change, in the planner's own words, so a caller can blame the
+    right setting: ``slice`` (the slice cannot hold or split the model), ``parallelism``, ``batch``
+    (the batch does not split over the mesh), ``per_device_batch_size``, ``batch_size``,
+    ``max_target_length``, ``max_prefill_length``, ``weight_dtype``, ``reserve_fraction``,
+    ``kv_cache`` (the cache outgrows every slice: batch x length), ``engine``.
+    """
+
+    def __init__(self, message: str, field: str = "slice") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,16 +132,17 @@ class ServingWorkload:
 
     def __post_init__(self) -> None:
         if self.engine not in ("maxtext", "vllm", "saxml"):
-            raise PlanError(f"unknown serving engine {self.engine!r}; use maxtext, vllm or saxml")
+            raise PlanError(f"unknown serving engine {self.engine!r}; use maxtext, vllm or saxml", "engine")
         if self.max_target_length <= 0:
-            raise PlanError(f"max_target_length must be positive, got {self.max_target_length}")
+            raise PlanError(f"max_target_length must be positive, got {self.max_target_length}", "max_target_length")
         if self.max_prefill_length is not None and not 0 < self.max_prefill_length < self.max_target_length:
             raise PlanError(
                 f"max_prefill_length {self.max_prefill_length} must be positive and below "
-                f"max_target_length {self.max_target_length}"
+                f"max_target_length {self.max_target_length}",
+                "max_prefill_length",
             )
         if self.per_device_batch_size is not None and self.batch_size is not None:
-            raise PlanError("set per_device_batch_size or batch_size, not both")
+            raise PlanError("set per_device_batch_size or batch_size, not both", "batch_size")
         _check_reserve(self.reserve_fraction, self.reserve_bytes)
 
     @property
@@ -153,9 +165,12 @@ class TrainingWorkload:
 
     def __post_init__(self) -> None:
         if self.engine != "maxtext":
-            raise PlanError(f"training is planned for maxtext only, got {self.engine!r}")
+            raise PlanError(f"training is planned for maxtext only, got {self.engine!r}", "engine")
         if self.per_device_batch_size <= 0 or self.max_target_length <= 0:
-            raise PlanError("per_device_batch_size and max_target_length must be positive")
+            raise PlanError(
+                "per_device_batch_size and max_target_length must be positive",
+                "per_device_batch_size" if self.per_device_batch_size <= 0 else "max_target_length",
+            )
         _check_reserve(self.reserve_fraction, self.reserve_bytes)
 
     @property
@@ -168,9 +183,9 @@ Workload = ServingWorkload | TrainingWorkload
 
 def _check_reserve(fraction: float | None, extra: int) -> None:
     if fraction is not None and not 0 <= fraction < 1:
-        raise PlanError(f"reserve_fraction must be in [0, 1), got {fraction}")
+        raise PlanError(f"reserve_fraction must be in [0, 1), got {fraction}", "reserve_fraction")
     if extra < 0:
-        raise PlanError(f"reserve_bytes must be >= 0, got {extra}")
+        raise PlanError(f"reserve_bytes must be >= 0, got {extra}", "reserve_fraction")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -559,7 +574,7 @@ def mesh_axis_names(engine: str, mode: str = "serve") -> tuple[str, ...]:
     try:
         return _AXES[(mode, engine)]
     except KeyError:
-        raise PlanError(f"no {mode} plan for engine {engine!r}") from None
+        raise PlanError(f"no {mode} plan for engine {engine!r}", "engine") from None
 
 
 def build_mesh(axes: Mapping[str, int]) -> jax.sharding.AbstractMesh:
@@ -584,17 +599,18 @@ def _flags(engine: str, mode: str, axes: Mapping[str, int]) -> dict[str, Any]:
 def _resolve_explicit(names: tuple[str, ...], given: Mapping[str, int], tpu: TpuSlice) -> dict[str, int]:
     unknown = sorted(set(given) - set(names))
     if unknown:
-        raise PlanError(f"unknown mesh axes {unknown}; this engine's axes are {list(names)}")
+        raise PlanError(f"unknown mesh axes {unknown}; this engine's axes are {list(names)}", "parallelism")
     axes = {n: int(given.get(n, 1)) for n in names}
     fill = [n for n, v in axes.items() if v == -1]
     if len(fill) > 1 or any(v == 0 or v < -1 for v in axes.values()):
-        raise PlanError(f"mesh {_describe(axes)}: sizes must be >= 1, with at most one -1")
+        raise PlanError(f"mesh {_describe(axes)}: sizes must be >= 1, with at most one -1", "parallelism")
     if fill:
         rest = math.prod(v for n, v in axes.items() if n != fill[0])
         if tpu.chips % rest:
             raise PlanError(
                 f"{fill[0]}=-1 cannot fill: the other axes multiply to {rest}, which does not divide "
-                f"the {tpu.chips} chips of {tpu.key}"
+                f"the {tpu.chips} chips of {tpu.key}",
+                "parallelism",
             )
         axes[fill[0]] = tpu.chips // rest
     return axes
@@ -605,7 +621,8 @@ def _check_mesh(axes: Mapping[str, int], tpu: TpuSlice) -> None:
     if devices != tpu.chips:
         raise PlanError(
             f"mesh {_describe(axes)} has {devices} devices but slice {tpu.key} has {tpu.chips} chips; "
-            f"choose degrees whose product is {tpu.chips}"
+            f"choose degrees whose product is {tpu.chips}",
+            "parallelism",
         )
 
 
@@ -688,12 +705,14 @@ def _layout(ctx: _Context, arrays: Mapping[str, _Abstract]) -> dict[str, ArrayPl
                 if degree % arch.kv_heads == 0 and not ctx.replicated:
                     fix += " or replicate KV heads (replicate_kv_heads=True)"
                 raise PlanError(
-                    f"{label} parallelism {degree} does not divide kv_heads {arch.kv_heads} of {arch.name}; {fix}"
+                    f"{label} parallelism {degree} does not divide kv_heads {arch.kv_heads} of {arch.name}; {fix}",
+                    "parallelism",
                 )
             what = "batch" if logical_name == "cache_batch" else logical_name
             raise PlanError(
                 f"{label} parallelism {degree} does not divide {what} {dim} of {arch.name} "
-                f"(array {name}); use a {label} degree dividing {dim}"
+                f"(array {name}); use a {label} degree dividing {dim}",
+                "batch" if what == "batch" else "parallelism",
             )
         partition = PartitionSpec(*spec)  # type: ignore[no-untyped-call]
         shard = NamedSharding(mesh, partition).shard_shape(sds.shape)
@@ -760,7 +779,8 @@ def _serving_weight_dtype(arch: ModelArch, workload: ServingWorkload) -> str:
     if fixed is not None and workload.weight_dtype != fixed:
         raise PlanError(
             f"{arch.name} is served by {arch.saxml_servable or 'its servable'} with {fixed} weights; "
-            f"weight_dtype {workload.weight_dtype} is not available"
+            f"weight_dtype {workload.weight_dtype} is not available",
+            "weight_dtype",
         )
     return workload.weight_dtype
 
@@ -770,7 +790,8 @@ def _global_batch(tpu: TpuSlice, per_device: float | None, batch: int | None) ->
         total = per_device * tpu.chips
         if total != int(total) or total < 1:
             raise PlanError(
-                f"per_device_batch_size {per_device} x {tpu.chips} chips = {total} is not a whole batch"
+                f"per_device_batch_size {per_device} x {tpu.chips} chips = {total} is not a whole batch",
+                "per_device_batch_size",
             )
         return int(total)
     return batch if batch is not None else 1
@@ -826,9 +847,11 @@ def _plan_uncached(arch: ModelArch, tpu: TpuSlice, workload: Workload) -> Plan:
             errors.append(exc)
     if len(errors) == 1:
         raise errors[0]
+    fields = {e.field for e in errors}
     raise PlanError(
         f"no {engine} {mode} mesh over the {tpu.chips} chips of {tpu.key} splits {arch.name} evenly "
-        f"({len(errors)} tried); first attempt: {errors[0]}"
+        f"({len(errors)} tried); first attempt: {errors[0]}",
+        fields.pop() if len(fields) == 1 else "slice",
     )
 
 
@@ -874,7 +897,8 @@ def _plan_on_mesh(arch: ModelArch, tpu: TpuSlice, workload: Workload, axes: dict
     if global_batch != int(global_batch) or int(global_batch) % axes["fsdp"]:
         raise PlanError(
             f"global batch {global_batch} (per_device_batch_size {workload.per_device_batch_size} x "
-            f"{tpu.chips} chips) does not split over fsdp {axes['fsdp']}; use a whole batch divisible by it"
+            f"{tpu.chips} chips) does not split over fsdp {axes['fsdp']}; use a whole batch divisible by it",
+            "per_device_batch_size",
         )
     laid = _layout(ctx, _weight_arrays(arch, workload.param_dtype, False, arch.kv_heads))
     weights = sum(a.bytes_per_chip for a in laid.values())
@@ -934,20 +958,30 @@ def _fitting(
     region: str | None,
     spot: bool,
     min_margin_fraction: float = 0.0,
-) -> tuple[list[Plan], list[str]]:
+) -> tuple[list[Plan], list[str], set[str]]:
+    """(fitting plans, one reason per rejected slice, the ``PlanError.field`` of each rejection)."""
     fits: list[Plan] = []
     rejected: list[str] = []
+    fields: set[str] = set()
     for tpu in candidates:
         try:
             p = plan(arch, tpu, workload, region=region, spot=spot)
         except PlanError as exc:
             rejected.append(f"{tpu.key}: {exc}")
+            fields.add(exc.field)
             continue
         if p.memory.margin_fraction >= min_margin_fraction and p.fits:
             fits.append(p)
         else:
             rejected.append(f"{tpu.key}: needs {p.memory.total / GB:.2f} GB of {p.memory.hbm / GB:.1f} GB per chip")
-    return fits, rejected
+            fields.add(_overflow_field(p.memory))
+    return fits, rejected, fields
+
+
+def _overflow_field(m: MemoryPlan) -> str:
+    """What to shrink when a plan overflows HBM: the tokens in flight (batch x length: KV cache,
+    activations) when they outweigh the model's own state, else the slice is too small."""
+    return "tokens" if m.kv_cache + m.activations > m.weights + m.optimizer else "slice"
 
 
 def select_slice(
@@ -976,11 +1010,12 @@ def select_slice(
         raise PlanError(
             f"no candidate slices for {arch.name} (generations={sorted(allowed or [])}, single_host_only={single_host_only})"
         )
-    fits, rejected = _fitting(arch, workload, pool, region, spot, min_margin_fraction)
+    fits, rejected, fields = _fitting(arch, workload, pool, region, spot, min_margin_fraction)
     if not fits:
         raise PlanError(
             f"no candidate slice fits {arch.name} ({workload.engine} {workload.mode}); "
-            f"{len(pool)} considered: " + "; ".join(rejected)
+            f"{len(pool)} considered: " + "; ".join(rejected),
+            fields.pop() if len(fields) == 1 else "slice",
         )
     return min(fits, key=_rank_key)
 
@@ -989,7 +1024,7 @@ def smallest_fitting_slice(
     arch: ModelArch, workload: Workload, candidates: Iterable[TpuSlice] | None = None, region: str | None = None
 ) -> Plan | None:
     """The fitting slice with the fewest chips (then cheapest), or None."""
-    fits, _ = _fitting(arch, workload, all_slices() if candidates is None else candidates, region, False)
+    fits, _, _ = _fitting(arch, workload, all_slices() if candidates is None else candidates, region, False)
     if not fits:
         return None
     return min(fits, key=lambda p: (p.slice.chips, *_rank_key(p)))
@@ -1010,10 +1045,12 @@ def verify_slice(
     generation first.
     """
 
-    def suggestion() -> str:
+    def fitting() -> Plan | None:
         pool = list(all_slices() if alternatives is None else alternatives)
         same = [s for s in pool if s.generation.name == tpu.generation.name]
-        best = smallest_fitting_slice(arch, workload, same, region) or smallest_fitting_slice(arch, workload, pool, region)
+        return smallest_fitting_slice(arch, workload, same, region) or smallest_fitting_slice(arch, workload, pool, region)
+
+    def suggestion(best: Plan | None) -> str:
         if best is None:
             return "no catalog slice fits this workload"
         return f"smallest slice that fits: {best.slice.key} ({best.slice.chips} chips, {best.memory.total / GB:.2f} GB per chip)"
@@ -1021,11 +1058,14 @@ def verify_slice(
     try:
         p = plan(arch, tpu, workload, region=region, spot=spot)
     except PlanError as exc:
-        raise PlanError(f"{exc}; {suggestion()}") from None
+        raise PlanError(f"{exc}; {suggestion(fitting())}", exc.field) from None
     if not p.fits:
         m = p.memory
+        best = fitting()
         raise PlanError(
             f"{arch.name} needs {m.total / GB:.2f} GB per chip on {tpu.key} ({m.summary()}) but a "
-            f"{tpu.generation.name} chip has {m.hbm / GB:.1f} GB HBM; {suggestion()}"
+            f"{tpu.generation.name} chip has {m.hbm / GB:.1f} GB HBM; {suggestion(best)}",
+            # Another slice holds it: the topology is what to change. None does: shrink the workload.
+            "slice" if best is not None else _overflow_field(m),
         )
     return p

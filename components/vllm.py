@@ -28,8 +28,6 @@ from components.identity import WorkloadIdentity, principal_member
 from components.render import vllm as render
 from components.storage import StackBucket
 
-MODELS_BUCKET = "models"
-"""Bucket key (``gke-tpu-llm:buckets``) that holds the Hugging Face weights cache."""
 MONITORING_VIEWER = "roles/monitoring.viewer"
 
 
@@ -152,7 +150,7 @@ def deploy(
         stack,
         cluster=cluster,
         identity=identity,
-        bucket_name=buckets[MODELS_BUCKET].bucket_name,
+        bucket_name=buckets[config.workload.vllm.bucket].bucket_name,
         hf_token=hf_token,
         adapter=adapter,
     )

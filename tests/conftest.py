@@ -70,6 +70,9 @@ def make_config(stack: str = "test", *, with_secrets: bool = True, **override: A
         # Another workload kind: start from its own settings, not the 405B JetStream ones.
         base = {k: v for k, v in BASE.items() if k not in ("workload", "buckets", "identity")}
         base["workload"] = {"maxTargetLength": BASE["workload"]["maxTargetLength"]}
+        if kind == "vllm":  # vLLM caches the weights it downloads in a bucket it must be able to write
+            base["buckets"] = {"models": {"purpose": "hf-weights-cache"}}
+            base["identity"] = {"bucketRoles": {"models": "roles/storage.objectUser"}}
     values = merged(base, override)
     secret_keys: list[str] = []
     if with_secrets:

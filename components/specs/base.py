@@ -6,6 +6,7 @@ be defined beside their renderers and still be fields of the stack config.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
@@ -16,7 +17,8 @@ from components.policy.rules import image_problem
 
 
 class Spec(BaseModel):
-    """Immutable, unknown keys rejected, camelCase keys as Pulumi stack files use."""
+    """Immutable, unknown keys rejected, camelCase keys as Pulumi stack files use; NaN and
+    infinity are never numbers (they pass ``>=``/``<=`` bounds and break every count)."""
 
     model_config = ConfigDict(
         frozen=True,
@@ -24,6 +26,7 @@ class Spec(BaseModel):
         alias_generator=to_camel,
         validate_by_alias=True,
         validate_by_name=False,
+        allow_inf_nan=False,
     )
 
     def stack_rules(self, config: Any) -> list[dict[str, Any]]:
@@ -33,6 +36,64 @@ class Spec(BaseModel):
     def required_secrets(self) -> tuple[str, ...]:
         """Secret config keys this workload section needs with its current settings; none by default."""
         return ()
+
+    def bucket_needs(self, config: Any) -> tuple[BucketNeed, ...]:
+        """Stack buckets this workload section reads or writes and the least role it needs on each;
+        ``StackConfig`` checks them all the same way (:func:`bucket_rules`). None by default."""
+        return ()
+
+
+STORAGE_ROLES = ("roles/storage.objectViewer", "roles/storage.objectUser", "roles/storage.objectAdmin")
+"""The bucket roles a stack may grant, weakest first (each includes the one before)."""
+
+
+@dataclass(frozen=True)
+class BucketNeed:
+    """A workload's use of one stack bucket."""
+
+    bucket: str
+    """Bucket key (``gke-tpu-llm:buckets.<key>``)."""
+    role: str
+    """The least role in ``STORAGE_ROLES`` the workload identity needs on it."""
+    problem: str
+    """What a weaker role breaks, e.g. 'does not let the trainer write checkpoints'."""
+    named_by: str | None = None
+    """The key that names the bucket (``workload.vllm.bucket``); None for a fixed key."""
+    purpose: str = ""
+    """What the bucket holds (for a fixed key that is missing): 'the Saxml admin server's state'."""
+    label: str = ""
+    """A ``purpose`` value to suggest for a missing fixed-key bucket ('saxml-admin-state')."""
+    suggest: str | None = None
+    """Role to suggest in the fix; defaults to ``role``."""
+
+
+def bucket_rules(needs: tuple[BucketNeed, ...], buckets: Any, roles: Any) -> list[dict[str, Any]]:
+    """One rule per unmet need (paths relative to ``gke-tpu-llm:``): the bucket must exist and the
+    identity must hold at least the needed role on it."""
+    rules: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for need in needs:
+        if need.bucket not in buckets:
+            if need.named_by is not None:
+                path, value, problem = need.named_by, need.bucket, "names no bucket of this stack"
+                allowed = ", ".join(buckets) or "no buckets defined"
+                fix = "add the bucket under gke-tpu-llm:buckets or point the key at an existing one"
+            else:
+                path, value, problem = f"buckets.{need.bucket}", None, f"is required for {need.purpose}"
+                allowed = f"a bucket under the key {need.bucket!r}"
+                fix = f"add gke-tpu-llm:buckets.{need.bucket}" + (f" (purpose: {need.label})" if need.label else "")
+        else:
+            role = roles.get(need.bucket)
+            have = STORAGE_ROLES.index(role) if role in STORAGE_ROLES else -1
+            if have >= STORAGE_ROLES.index(need.role):
+                continue
+            path, value, problem = f"identity.bucketRoles.{need.bucket}", role, need.problem
+            allowed = ", ".join(STORAGE_ROLES[STORAGE_ROLES.index(need.role) :])
+            fix = f"grant {need.suggest or need.role} on {need.bucket}"
+        if path not in seen:
+            seen.add(path)
+            rules.append(rule(path, value, problem, allowed, fix))
+    return rules
 
 
 def rule(path: str, value: Any, problem: str, allowed: str, fix: str) -> dict[str, Any]:

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from components.specs.base import PinnedImage, Spec, rule
+from components.catalog import gce
+from components.specs.base import BucketNeed, PinnedImage, Spec, raise_rules, rule
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -122,6 +123,30 @@ class CheckpointConversionSpec(Spec):
         description="activeDeadlineSeconds of the Job in hours. Defaults to 24 because 405B takes 9-10 hours "
         "upstream, and a hung download on a large VM should not run unbounded.",
     )
+    allow_undocumented: bool = Field(
+        False,
+        description="Accept a machineType or zone the Compute Engine catalog (components/catalog/gce.py) does not "
+        "list. Off by default because a wrong one fails only when GKE creates the pool; turn on when Google adds "
+        "one before the catalog does.",
+    )
+
+    @model_validator(mode="after")
+    def _catalog(self) -> CheckpointConversionSpec:
+        if not self.allow_undocumented and self.machine_type not in gce.MACHINE_TYPES:
+            close = gce.close_machine_types(self.machine_type)
+            raise_rules(
+                [
+                    rule(
+                        "machineType",
+                        self.machine_type,
+                        "is not a Compute Engine machine type in the catalog"
+                        + (f" (did you mean {' or '.join(close)}?)" if close else ""),
+                        gce.describe_machine_types(self.machine_type),
+                        "use a listed machine type, or set allowUndocumented: true if Google offers it now",
+                    )
+                ]
+            )
+        return self
 
 
 class JetstreamSpec(Spec):
@@ -204,6 +229,18 @@ class JetstreamSpec(Spec):
         # Meta's signed URL is read only by the conversion Job.
         return ("metaCheckpointUrl",) if self.conversion.enabled else ()
 
+    def bucket_needs(self, config: StackConfig) -> tuple[BucketNeed, ...]:
+        # The converter writes the checkpoint, Pathways its scratch files.
+        return tuple(
+            BucketNeed(
+                bucket,
+                "roles/storage.objectUser",
+                f"does not let the workload write {key} (the converter writes the checkpoint, Pathways its scratch files)",
+                named_by=f"workload.jetstream.{key}",
+            )
+            for key, bucket in (("checkpointBucket", self.checkpoint_bucket), ("scratchBucket", self.scratch_bucket))
+        )
+
     def stack_rules(self, config: StackConfig) -> list[dict[str, Any]]:
         """Rules across the stack (paths relative to ``gke-tpu-llm:``): mode vs slices, bucket keys, model."""
         rules: list[dict[str, Any]] = []
@@ -245,40 +282,27 @@ class JetstreamSpec(Spec):
                             "use 2x4 slices, or mode: interleaved on one larger slice",
                         )
                     )
-        for key, value in (("checkpointBucket", self.checkpoint_bucket), ("scratchBucket", self.scratch_bucket)):
-            if value not in config.buckets:
+        zone = self.conversion.zone
+        if self.conversion.enabled and zone is not None:
+            in_region = gce.zones_of(config.region)
+            if zone.rsplit("-", 1)[0] != config.region:
                 rules.append(
                     rule(
-                        f"workload.jetstream.{key}",
-                        value,
-                        "names no bucket of this stack",
-                        ", ".join(config.buckets) or "no buckets defined",
-                        "add the bucket under gke-tpu-llm:buckets or point the key at an existing one",
+                        "workload.jetstream.conversion.zone",
+                        zone,
+                        f"is not in gcp:region {config.region} (a node pool's zones must be in the cluster's region)",
+                        f"a zone of {config.region}" + (f": {', '.join(in_region)}" if in_region else ""),
+                        "pick a zone of the region that offers the converter's machine type, or unset it",
                     )
                 )
-        zone = self.conversion.zone
-        if self.conversion.enabled and zone is not None and zone.rsplit("-", 1)[0] != config.region:
-            rules.append(
-                rule(
-                    "workload.jetstream.conversion.zone",
-                    zone,
-                    f"is not in gcp:region {config.region} (a node pool's zones must be in the cluster's region)",
-                    f"a zone of {config.region}",
-                    "pick a zone of the region that offers the converter's machine type, or unset it",
-                )
-            )
-        writers = ("roles/storage.objectUser", "roles/storage.objectAdmin")
-        for key, value in (("checkpointBucket", self.checkpoint_bucket), ("scratchBucket", self.scratch_bucket)):
-            role = config.identity.bucket_roles.get(value)
-            if value in config.buckets and role not in writers:
+            elif in_region and zone not in in_region and not self.conversion.allow_undocumented:
                 rules.append(
                     rule(
-                        f"identity.bucketRoles.{value}",
-                        role,
-                        f"does not let the workload write {key} (the converter writes the checkpoint, Pathways its "
-                        "scratch files)",
-                        ", ".join(writers),
-                        f"grant roles/storage.objectUser on {value}",
+                        "workload.jetstream.conversion.zone",
+                        zone,
+                        f"is not a zone of {config.region} in the Compute Engine catalog",
+                        ", ".join(in_region),
+                        "pick a listed zone, or set conversion.allowUndocumented: true if Google lists it now",
                     )
                 )
         if self.checkpoint_bucket == self.scratch_bucket:

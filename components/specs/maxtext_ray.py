@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from components.catalog.models import MODELS
-from components.specs.base import Spec, raise_rules, rule
+from components.specs.base import BucketNeed, Spec, raise_rules, rule
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -135,7 +135,11 @@ class MaxTextRaySpec(Spec):
     image: MaxTextRayImageSpec = Field(
         default_factory=MaxTextRayImageSpec, description="The training image (Ray + MaxText + the trainer)."
     )
-    steps: Annotated[int, Field(ge=1)] = Field(100, description="MaxText training steps. Defaults to 100, the seed's run.")
+    steps: Annotated[int, Field(ge=1, le=10_000_000)] = Field(
+        100,
+        description="MaxText training steps. Defaults to 100, the seed's run. At most 10,000,000 (beyond any run "
+        "length a slice finishes; a larger value is a typo).",
+    )
     dataset_type: Literal["synthetic", "hf", "grain", "tfds"] = Field(
         "synthetic",
         description="MaxText dataset_type. Defaults to synthetic, the seed's, because it needs no data or "
@@ -205,29 +209,19 @@ class MaxTextRaySpec(Spec):
         raise_rules(rules)
         return self
 
+    def bucket_needs(self, config: StackConfig) -> tuple[BucketNeed, ...]:
+        return (
+            BucketNeed(
+                self.bucket,
+                WRITE_ROLES[0],
+                "does not let the trainer write checkpoints to the bucket mounted at /data",
+                named_by="workload.maxtextRay.bucket",
+            ),
+        )
+
     def stack_rules(self, config: StackConfig) -> list[dict[str, Any]]:
         """Rules across the stack (paths relative to ``gke-tpu-llm:``)."""
         rules: list[dict[str, Any]] = []
-        if self.bucket not in config.buckets:
-            rules.append(
-                rule(
-                    "workload.maxtextRay.bucket",
-                    self.bucket,
-                    "names no bucket of this stack",
-                    ", ".join(config.buckets) or "no buckets defined",
-                    "add the bucket under gke-tpu-llm:buckets or use one of its keys",
-                )
-            )
-        elif config.identity.bucket_roles.get(self.bucket) not in WRITE_ROLES:
-            rules.append(
-                rule(
-                    f"identity.bucketRoles.{self.bucket}",
-                    config.identity.bucket_roles.get(self.bucket),
-                    "does not let the trainer write checkpoints to the bucket mounted at /data",
-                    ", ".join(WRITE_ROLES),
-                    f"grant roles/storage.objectUser on {self.bucket}",
-                )
-            )
         if config.tpu.slices != 1:
             rules.append(
                 rule(

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from components.specs.base import PinnedImage, Spec, raise_rules, rule
+from components.specs.base import BucketNeed, PinnedImage, Spec, raise_rules, rule
 
 SAX_IMAGES = "us-docker.pkg.dev/cloud-tpu-images/inference"
 
@@ -125,30 +125,18 @@ class SaxmlSpec(Spec):
         default_factory=SaxmlPublishSpec, description="Declarative publish of the model into the cell."
     )
 
-    def stack_rules(self, config: Any) -> list[dict[str, Any]]:
+    def bucket_needs(self, config: Any) -> tuple[BucketNeed, ...]:
         """The admin server keeps its state in the `sax` bucket and must be able to write it."""
-        if BUCKET_KEY not in config.buckets:
-            return [
-                rule(
-                    f"buckets.{BUCKET_KEY}",
-                    None,
-                    "is required for the Saxml admin server's state",
-                    f"a bucket under the key {BUCKET_KEY!r}",
-                    f"add gke-tpu-llm:buckets.{BUCKET_KEY} (purpose: saxml-admin-state)",
-                )
-            ]
-        role = config.identity.bucket_roles.get(BUCKET_KEY)
-        if role not in WRITE_ROLES:
-            return [
-                rule(
-                    f"identity.bucketRoles.{BUCKET_KEY}",
-                    role,
-                    "does not let the admin server write its state",
-                    ", ".join(WRITE_ROLES),
-                    f"grant roles/storage.objectAdmin on {BUCKET_KEY}",
-                )
-            ]
-        return []
+        return (
+            BucketNeed(
+                BUCKET_KEY,
+                WRITE_ROLES[0],
+                "does not let the admin server write its state",
+                purpose="the Saxml admin server's state",
+                label="saxml-admin-state",
+                suggest="roles/storage.objectAdmin",
+            ),
+        )
 
     @model_validator(mode="after")
     def _rules(self) -> SaxmlSpec:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from components.catalog.models import MODELS
-from components.specs.base import PinnedImage, Spec, raise_rules, rule
+from components.specs.base import BucketNeed, PinnedImage, Spec, raise_rules, rule
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -87,28 +87,30 @@ class VllmServiceSpec(Spec):
 
 
 class VllmGcsFuseSpec(Spec):
-    file_cache_gi: Annotated[int, Field(ge=1)] | None = Field(
+    file_cache_gi: Annotated[int, Field(ge=1, le=12_000)] | None = Field(
         None,
         description="Size of the GCS FUSE file cache in GiB, held in RAM (a memory-backed gke-gcsfuse-cache "
         "volume). Unset derives it from the model: its bf16 safetensors plus 10%, because a cache smaller than "
         "the checkpoint re-downloads shards on every load and an unbounded one (-1) fills the volume until "
-        "writes fail.",
+        "writes fail. At most 12000 GiB (no TPU host has more RAM).",
     )
-    parallel_downloads_per_file: Annotated[int, Field(ge=1)] = Field(
+    parallel_downloads_per_file: Annotated[int, Field(ge=1, le=1000)] = Field(
         100,
         description="Concurrent GCS range reads per file on a cache miss (file-cache:parallel-downloads-per-file). "
-        "Defaults to 100 because upstream's manifest uses it for multi-GB safetensors shards.",
+        "Defaults to 100 because upstream's manifest uses it for multi-GB safetensors shards. At most 1000 "
+        "(each download holds a chunk in memory; more only queues at GCS).",
     )
-    download_chunk_size_mb: Annotated[int, Field(ge=1)] = Field(
+    download_chunk_size_mb: Annotated[int, Field(ge=1, le=1024)] = Field(
         10,
         description="Size of each parallel read in MB (file-cache:download-chunk-size-mb). Defaults to 10 "
-        "because upstream's manifest uses it.",
+        "because upstream's manifest uses it. At most 1024 (a chunk is held in memory).",
     )
-    sidecar_ephemeral_storage_gi: Annotated[int, Field(ge=0)] = Field(
+    sidecar_ephemeral_storage_gi: Annotated[int, Field(ge=0, le=4000)] = Field(
         50,
         description="Ephemeral-storage limit of the GCS FUSE sidecar in GiB (gke-gcsfuse/ephemeral-storage-limit; "
         "0 = unlimited). Defaults to 50 because the cache is in RAM and the disk only stages writes of the first "
-        "download (Hugging Face fetches up to 8 shards of about 5 GB at once) on the TPU VM's 100 GB boot disk.",
+        "download (Hugging Face fetches up to 8 shards of about 5 GB at once) on the TPU VM's 100 GB boot disk. "
+        "At most 4000, the largest TPU boot disk (tpu.diskSizeGb).",
     )
 
 
@@ -134,18 +136,18 @@ class VllmAutoscalingSpec(Spec):
         "seed's choice) or kv_cache_usage_perc (KV-cache fill; scales before requests queue, for "
         "latency-sensitive serving). Defaults to num_requests_waiting because GKE recommends it for throughput.",
     )
-    target: Annotated[float, Field(gt=0)] | None = Field(
+    target: Annotated[float, Field(gt=0, le=10_000)] | None = Field(
         None,
         description="Average value per pod the HPA keeps the metric at. Unset: 10 waiting requests (upstream) or "
         "0.7 KV-cache fill, because a new TPU replica takes minutes to load and must be started before the "
         "cache is full.",
     )
-    min_replicas: Annotated[int, Field(ge=1)] | None = Field(
+    min_replicas: Annotated[int, Field(ge=1, le=1000)] | None = Field(
         None,
         description="Fewest replicas. Unset: the pools' minimum nodes (at least 1), because each replica needs a "
         "whole single-host node.",
     )
-    max_replicas: Annotated[int, Field(ge=1)] | None = Field(
+    max_replicas: Annotated[int, Field(ge=1, le=1000)] | None = Field(
         None,
         description="Most replicas. Unset: the pools' maximum nodes; set, it may not exceed them, because a "
         "replica beyond the pool's capacity would stay Pending forever.",
@@ -207,10 +209,16 @@ class VllmSpec(Spec):
         description="Mount path of the GCS FUSE bucket volume, used as vLLM's --download-dir so downloaded "
         "weights land in the bucket and later loads read them from the RAM cache. Defaults to /data, as upstream.",
     )
-    max_num_batched_tokens: Annotated[int, Field(ge=1)] | None = Field(
+    max_num_batched_tokens: Annotated[int, Field(ge=1, le=1_048_576)] | None = Field(
         512,
         description="vLLM --max-num-batched-tokens (tokens per scheduler step). Defaults to 512, upstream's TPU "
         "tuning; unset leaves vLLM's default. --max-num-seqs comes from workload.batchSize (else upstream's 128).",
+    )
+    bucket: str = Field(
+        "models",
+        description="Key of the stack bucket (gke-tpu-llm:buckets) mounted at downloadDir through GCS FUSE; vLLM "
+        "downloads the weights into it and later loads read them from it. Defaults to models; the workload identity "
+        "needs objectUser or objectAdmin on it.",
     )
     service: VllmServiceSpec = Field(default_factory=VllmServiceSpec, description="How the server is exposed.")
     gcs_fuse: VllmGcsFuseSpec = Field(default_factory=VllmGcsFuseSpec, description="The GCS FUSE weights cache.")
@@ -249,6 +257,16 @@ class VllmSpec(Spec):
     def required_secrets(self) -> tuple[str, ...]:
         # vLLM downloads gated Llama weights from Hugging Face on first start.
         return ("hfToken",)
+
+    def bucket_needs(self, config: StackConfig) -> tuple[BucketNeed, ...]:
+        return (
+            BucketNeed(
+                self.bucket,
+                "roles/storage.objectUser",
+                f"does not let vLLM write the weights it downloads into the bucket mounted at {self.download_dir}",
+                named_by="workload.vllm.bucket",
+            ),
+        )
 
     def stack_rules(self, config: StackConfig) -> list[dict[str, Any]]:
         """Rules across the stack (paths relative to ``gke-tpu-llm:``); run by ``StackConfig._cross_rules``."""
