@@ -75,6 +75,10 @@ def _summary(res: engine.Registration) -> str:
     flags = [name for name in ("protect", "retainOnDelete", "deleteBeforeReplace") if res.options.get(name)]
     if res.options.get("ignoreChanges"):
         flags.append(f"ignoreChanges={','.join(res.options['ignoreChanges'])}")
+    if res.options.get("replaceOnChanges"):
+        flags.append(f"replaceOnChanges={','.join(res.options['replaceOnChanges'])}")
+    if res.options.get("aliases"):
+        flags.append(f"aliases={len(res.options['aliases'])}")
     if flags:
         parts.append(f"[{' '.join(flags)}]")
     return " ".join(parts)
@@ -169,41 +173,77 @@ def print_capacity(console: Any, capacity: dict[str, Any]) -> None:
     console.print(f"Parallelism (derived): {flags}; margin {mem['margin_percent']}% of HBM")
 
 
+def _read_stack_file(path: Path) -> engine.StackFile:
+    """The stack file at ``path``; a file that is not one (missing, binary, malformed YAML, wrong
+    shape) exits 2 with the report, like any other config problem."""
+    try:
+        return engine.read_stack_file(path)
+    except ConfigError as error:
+        print(f"{path}: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def _stack_file(args: argparse.Namespace) -> engine.StackFile:
     if args.config:
-        return engine.read_stack_file(Path(args.config))
+        return _read_stack_file(Path(args.config))
     if not args.stack:
-        raise SystemExit("give a STACK name or --config FILE")
+        print("give a STACK name or --config FILE", file=sys.stderr)
+        raise SystemExit(2)
     path = engine.stack_path(args.stack)
-    if not path.exists():
+    if not path.is_file():
         print(f"no stack file {path}; stacks: {', '.join(engine.list_stacks())}", file=sys.stderr)
         raise SystemExit(2)
-    return engine.read_stack_file(path)
+    return _read_stack_file(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_text in (("plan", "show what the stack would create"), ("render", "write the Kubernetes manifests")):
+    commands = (
+        ("plan", "show what the stack would create"),
+        ("render", "write the Kubernetes manifests"),
+        ("teardown", "what `pulumi destroy --exclude-protected` removes and retains (exit 2 while prod is protected)"),
+    )
+    for name, help_text in commands:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.<stack>.yaml)")
         p.add_argument("--config", metavar="FILE", help="run this stack file instead of a named stack")
         p.add_argument("--all", action="store_true", help="every stack in stacks/")
         if name == "plan":
             p.add_argument("--json", action="store_true", help="print one JSON object (with --all: one per stack)")
-        else:
+        elif name == "render":
             p.add_argument("--out", metavar="DIR", help="output directory (default manifests/STACK/)")
+        else:
+            p.add_argument(
+                "--state", metavar="FILE", help="list what a real stack still holds (`pulumi stack export` after the destroy)"
+            )
     sub.add_parser("docs", help="regenerate the configuration reference in README.md")
-    review = sub.add_parser("review", help="pull-request comment comparing two `plan --all --json` files")
-    review.add_argument("base", help="plans of the base commit")
-    review.add_argument("head", help="plans of the head commit")
+    review = sub.add_parser(
+        "review", help="what `pulumi up` will do, from two `plan --json` files (exit 2 when the engine would refuse it)"
+    )
+    review.add_argument("base", help="plans of the base commit (`plan --all --json`), or `pulumi stack export` of one stack")
+    review.add_argument("head", help="plans of the head commit (`plan --all --json` or `plan STACK --json`)")
+    review.add_argument("--stack", help="the stack a `pulumi stack export` base belongs to")
     args = parser.parse_args(argv)
     if args.command == "review":
-        from components.review import compare, render_comment
+        from components.review import REFUSED_EXIT, compare, load_side, render_comment
 
-        base, head = (json.loads(Path(p).read_text()) for p in (args.base, args.head))
-        print(render_comment(compare(base, head)), end="")
+        base, head = (load_side(json.loads(Path(p).read_text()), args.stack) for p in (args.base, args.head))
+        changes = compare(base, head)
+        print(render_comment(changes), end="")
+        refused = [c.stack for c in changes if c.refused]
+        if refused:
+            print(f"refused: {', '.join(refused)} (see the comment for what must land first)", file=sys.stderr)
+            return REFUSED_EXIT
         return 0
+    if args.command == "teardown" and args.state:
+        from components.steps import from_state
+        from components.teardown import plan_teardown, render
+
+        export = json.loads(Path(args.state).read_text())
+        teardown = plan_teardown(from_state(export))
+        print(render(args.stack or "the stack", "from its state", teardown), end="")
+        return 2 if teardown.blockers else 0
     if args.command == "docs":
         from components.docs import update_readme
 
@@ -213,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     stack_files = (
-        [engine.read_stack_file(engine.stack_path(s)) for s in engine.list_stacks()]
+        [_read_stack_file(engine.stack_path(s)) for s in engine.list_stacks()]
         if getattr(args, "all", False)
         else [_stack_file(args)]
     )
@@ -230,7 +270,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as error:
             print(f"{stack_file.path}: {error}", file=sys.stderr)
             return 2
-        if args.command == "plan":
+        if args.command == "teardown":
+            from components.teardown import plan_teardown_of, render
+
+            teardown = plan_teardown_of(engine.plan_json(result))
+            print(render(result.stack, result.config.environment.value, teardown), end="")
+            if teardown.blockers:
+                return 2
+        elif args.command == "plan":
             if args.json and args.all:
                 all_plans[result.stack] = engine.plan_json(result)
             elif args.json:

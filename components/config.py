@@ -11,7 +11,10 @@ from ``components.catalog``; they are exposed here as derived properties.
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
+import shlex
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,9 +28,10 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from components import naming
+from components import naming, planner
+from components.catalog import gce
 from components.catalog import tpu as tpu_catalog
-from components.specs.base import Spec, raise_rules, rule
+from components.specs.base import Spec, bucket_rules, raise_rules, rule
 from components.specs.jetstream import JetstreamSpec
 from components.specs.maxtext_ray import MaxTextRaySpec
 from components.specs.saxml import SaxmlSpec
@@ -59,7 +63,14 @@ class Violation:
 
     def __str__(self) -> str:
         allowed = f" Allowed: {self.allowed}." if self.allowed else ""
-        return f"{self.key}: {self.value!r} {self.problem}.{allowed} Fix: {self.fix}."
+        value = repr(self.value)
+        if len(value) > _VALUE_MAX:  # a whole section or a huge number: the key already says where
+            value = value[:_VALUE_MAX] + "…"
+        return f"{self.key}: {value} {self.problem}.{allowed} Fix: {self.fix}."
+
+
+_VALUE_MAX = 160
+"""Longest value repr in a violation line."""
 
 
 class Environment(StrEnum):
@@ -104,6 +115,12 @@ class SystemPoolSpec(Spec):
         description="CPU machine type of the system pool. Defaults to e2-standard-4 because kube-system, "
         "controllers (LWS/JobSet/KubeRay) and small CPU servers fit in 4 vCPU/16 GiB per node.",
     )
+    allow_undocumented_machine_type: bool = Field(
+        False,
+        description="Accept a machineType the Compute Engine catalog (components/catalog/gce.py) does not list. "
+        "Off by default because a wrong one fails only when GKE creates the pool; turn on when Google adds a "
+        "machine type before the catalog does.",
+    )
     nodes_per_zone: Annotated[int, Field(ge=1, le=10)] = Field(
         1,
         description="Nodes per zone of the system pool. Defaults to 1 because a regional cluster already "
@@ -112,6 +129,24 @@ class SystemPoolSpec(Spec):
     disk_size_gb: Annotated[int, Field(ge=20, le=2000)] = Field(
         100, description="Boot disk of system nodes in GB. Defaults to 100 because GKE's default is 100."
     )
+
+    @model_validator(mode="after")
+    def _catalog(self) -> SystemPoolSpec:
+        if not self.allow_undocumented_machine_type and self.machine_type not in gce.MACHINE_TYPES:
+            close = gce.close_machine_types(self.machine_type)
+            raise_rules(
+                [
+                    rule(
+                        "machineType",
+                        self.machine_type,
+                        "is not a Compute Engine machine type in the catalog"
+                        + (f" (did you mean {' or '.join(close)}?)" if close else ""),
+                        gce.describe_machine_types(self.machine_type),
+                        "use a listed CPU machine type, or set allowUndocumentedMachineType: true if Google offers it now",
+                    )
+                ]
+            )
+        return self
 
 
 class ClusterSpec(Spec):
@@ -132,9 +167,10 @@ class ClusterSpec(Spec):
     )
     version: str | None = Field(
         None,
-        description="Minimum control-plane version (min_master_version). Unset uses the channel default; "
-        "when set it must be at or above the minimum of every TPU generation used.",
-        pattern=r"^\d+\.\d+(\.\d+)?(-gke\.\d+)?$",
+        description="Minimum control-plane version (min_master_version): 1.<minor>, 1.<minor>.<patch> or "
+        "1.<minor>.<patch>-gke.<build>. Unset uses the channel default; when set it must be at or above the "
+        "minimum of every TPU generation used.",
+        pattern=r"^1\.[1-9]\d(\.(0|[1-9]\d{0,2})(-gke\.[1-9]\d{0,9})?)?$",
     )
     deletion_protection: bool | None = Field(
         None, description="GKE deletion protection. Defaults to the environment's policy (on in prod)."
@@ -150,8 +186,10 @@ class ClusterSpec(Spec):
 
 
 class AutoscalingSpec(Spec):
-    min_nodes: Annotated[int, Field(ge=0)] = Field(description="Total minimum nodes of the pool.")
-    max_nodes: Annotated[int, Field(ge=1)] = Field(description="Total maximum nodes of the pool.")
+    min_nodes: Annotated[int, Field(ge=0, le=1000)] = Field(description="Total minimum nodes of the pool.")
+    max_nodes: Annotated[int, Field(ge=1, le=1000)] = Field(
+        description="Total maximum nodes of the pool. At most 1000, GKE's limit of nodes per node pool per zone."
+    )
 
     @model_validator(mode="after")
     def _min_le_max(self) -> AutoscalingSpec:
@@ -197,7 +235,13 @@ class TpuSpec(Spec):
         description="Lift Pulumi protection from the TPU pools for one reviewed change that must replace them "
         "(a topology or machine-type change in prod). Off by default because a replaced slice may not come back.",
     )
-    reservation: str | None = Field(None, description="Name of a specific reservation to consume. Unset consumes none.")
+    reservation: str | None = Field(
+        None,
+        pattern=r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Specific reservation to consume: its name (a Compute Engine name: lowercase letters, digits "
+        "and '-', at most 63) or, for a reservation shared from another project, "
+        "projects/<project-id>/reservations/<name>. Unset consumes none.",
+    )
     autoscaling: AutoscalingSpec | None = Field(
         None,
         description="Total min/max nodes for single-host pools. Multi-host slices are atomic and are not autoscaled here.",
@@ -336,7 +380,8 @@ class TpuSpec(Spec):
         return self.autoscaling.max_nodes if self.autoscaling else self.slice.hosts
 
 
-STORAGE_ROLES = ("roles/storage.objectViewer", "roles/storage.objectUser", "roles/storage.objectAdmin")
+BUCKET_KEY_PATTERN = r"^[a-z0-9](?:[-_a-z0-9]{0,61}[a-z0-9])?$"
+"""Bucket keys become part of bucket names (``<project>-<stack>-<key>``) and resource names."""
 
 
 class BucketSpec(Spec):
@@ -384,6 +429,36 @@ class IdentitySpec(Spec):
         )
     )
 
+    @model_validator(mode="after")
+    def _owned_names(self) -> IdentitySpec:
+        """Names someone else already owns (creating them fails with AlreadyExists at apply time);
+        the namespace derived from the stack name is checked by ``StackConfig``."""
+        rules: list[dict[str, Any]] = []
+        for problem in naming.namespace_problems(self.namespace) if self.namespace is not None else []:
+            rules.append(
+                rule(
+                    "namespace",
+                    self.namespace,
+                    problem,
+                    "a namespace of this stack's own (not kube-*, gke-*, gmp-*, "
+                    + ", ".join(sorted(naming.RESERVED_NAMESPACES))
+                    + ")",
+                    "set identity.namespace to another name",
+                )
+            )
+        for problem in naming.service_account_name_problems(self.service_account):
+            rules.append(
+                rule(
+                    "serviceAccount",
+                    self.service_account,
+                    problem,
+                    "a ServiceAccount name of the stack's own",
+                    "set identity.serviceAccount to another name (the default is llm-workload)",
+                )
+            )
+        raise_rules(rules)
+        return self
+
 
 class WorkloadKind(StrEnum):
     jetstream_pathways = "jetstream-pathways"
@@ -420,6 +495,12 @@ WORKLOAD_SECTION: Mapping[WorkloadKind, str] = {
 WORKLOAD_SECTIONS: Mapping[str, WorkloadKind] = {v: k for k, v in WORKLOAD_SECTION.items()}
 
 
+MAX_TARGET_LENGTH = 131072
+"""The longest context window of a catalog model (Llama 3.1: 128K tokens)."""
+MAX_CHIPS = max(s.chips for s in tpu_catalog.all_slices())
+"""Chips of the largest catalog slice: no mesh axis can be larger."""
+
+
 class WorkloadSpec(Spec):
     kind: WorkloadKind = Field(description="Which serving/training system runs on the slices.")
     model: str = Field(description="Model key from the model catalog (components/catalog/models.py).")
@@ -431,18 +512,23 @@ class WorkloadSpec(Spec):
     kv_cache: Literal["bfloat16", "int8"] | None = Field(
         None, description="KV-cache dtype. Unset follows the weights (int8 when the weights are int8)."
     )
-    max_target_length: Annotated[int, Field(ge=1)] = Field(
+    max_target_length: Annotated[int, Field(ge=1, le=MAX_TARGET_LENGTH)] = Field(
         description="Tokens cached per sequence (MaxText max_target_length, vLLM --max-model-len, Saxml input "
-        "length + decode steps; for training, the sequence length)."
+        "length + decode steps; for training, the sequence length). At most 131072, the longest context of any "
+        "catalog model (Llama 3.1)."
     )
-    max_prefill_length: Annotated[int, Field(ge=1)] | None = Field(
+    max_prefill_length: Annotated[int, Field(ge=1, le=MAX_TARGET_LENGTH)] | None = Field(
         None, description="MaxText max_prefill_predict_length (serving); below maxTargetLength."
     )
-    per_device_batch_size: Annotated[float, Field(gt=0)] | None = Field(
-        None, description="Sequences per chip (MaxText per_device_batch_size); the cache holds this x chips."
+    per_device_batch_size: Annotated[float, Field(gt=0, le=1024)] | None = Field(
+        None,
+        description="Sequences per chip (MaxText per_device_batch_size); the cache holds this x chips. At most "
+        "1024 (a chip's HBM holds far fewer sequences of any useful length; a larger value is a typo).",
     )
-    batch_size: Annotated[int, Field(ge=1)] | None = Field(
-        None, description="Sequences per slice, where the engine counts per slice (Saxml, vLLM)."
+    batch_size: Annotated[int, Field(ge=1, le=65536)] | None = Field(
+        None,
+        description="Sequences per slice, where the engine counts per slice (Saxml, vLLM). At most 65536 "
+        "(1024 per chip on the largest single-host slice, and far beyond any engine's scheduler).",
     )
     parallelism: dict[str, int] | None = Field(
         None,
@@ -479,6 +565,7 @@ class WorkloadSpec(Spec):
             )
         if self.model not in MODELS:
             rules.append(rule("model", self.model, "is not in the model catalog", ", ".join(MODELS), "use a catalog model key"))
+        rules += self._parallelism_rules()
         for section, kind in WORKLOAD_SECTIONS.items():
             if section in self.model_fields_set and kind is not self.kind:
                 rules.append(
@@ -496,6 +583,46 @@ class WorkloadSpec(Spec):
             )
         raise_rules(rules)
         return self
+
+    def _parallelism_rules(self) -> list[dict[str, Any]]:
+        """Axis names and sizes; whether the degrees fit the slice and the model is the planner's check."""
+        if self.parallelism is None:
+            return []
+        names = planner.mesh_axis_names(self.engine, self.mode)
+        rules: list[dict[str, Any]] = []
+        for axis, size in self.parallelism.items():
+            if axis not in names:
+                rules.append(
+                    rule(
+                        f"parallelism.{axis}",
+                        size,
+                        f"is not a mesh axis of {self.kind.value} ({self.mode})",
+                        ", ".join(names),
+                        "use one of the allowed axes (missing axes are 1)",
+                    )
+                )
+            elif size == 0 or size < -1 or size > MAX_CHIPS:
+                rules.append(
+                    rule(
+                        f"parallelism.{axis}",
+                        size,
+                        "is not a mesh size",
+                        f"1..{MAX_CHIPS}, or -1 for the chips the other axes leave (one axis at most)",
+                        "use a degree that divides the slice's chips, or remove the axis",
+                    )
+                )
+        fill = [axis for axis, size in self.parallelism.items() if size == -1]
+        if len(fill) > 1:
+            rules.append(
+                rule(
+                    "parallelism",
+                    dict(self.parallelism),
+                    f"has {len(fill)} axes set to -1 ({', '.join(fill)})",
+                    "at most one -1 axis",
+                    "give all but one of them a size",
+                )
+            )
+        return rules
 
     @property
     def section(self) -> Spec:
@@ -526,6 +653,34 @@ class ControllersSpec(Spec):
         "whose CRD schema the project validates against.",
     )
 
+    @property
+    def by_controller(self) -> dict[str, str]:
+        """Configured release per controller: ``{"lws": ..., "jobset": ...}`` (every field is ``<controller>_version``)."""
+        return {name.removesuffix("_version"): getattr(self, name) for name in type(self).model_fields}
+
+    @model_validator(mode="after")
+    def _vendored_versions(self) -> ControllersSpec:
+        # Only releases whose CRDs are vendored in components/crds can be deployed: HelmController
+        # registers the CRDs from there and components.validate checks custom resources against them.
+        from components import crds  # a light module (no Pulumi); imported here to keep it local to this spec
+
+        rules: list[dict[str, Any]] = []
+        for name, field in type(self).model_fields.items():
+            controller, value = name.removesuffix("_version"), getattr(self, name)
+            allowed = crds.versions(controller)
+            if value not in allowed:
+                rules.append(
+                    rule(
+                        field.alias or name,
+                        value,
+                        f"is not a supported {controller} release (its CRDs are not vendored in components/crds/{controller})",
+                        ", ".join(allowed),
+                        "use one of the allowed versions, or vendor that release's CRDs first (components/crds/README.md)",
+                    )
+                )
+        raise_rules(rules)
+        return self
+
 
 class StackConfig(Spec):
     """A whole stack: ``gcp:project``/``gcp:region`` plus the ``gke-tpu-llm:*`` keys."""
@@ -542,22 +697,41 @@ class StackConfig(Spec):
     controllers: ControllersSpec = Field(
         default_factory=ControllersSpec, description="Pinned versions of the in-cluster controllers the workload needs."
     )
+    allow_teardown: bool = Field(
+        False,
+        description="Prepare a prod teardown: lift Pulumi protection from the cluster and TPU pools and switch GKE "
+        "deletion protection off, so `pulumi destroy --exclude-protected` removes everything except the buckets, "
+        "which stay protected and retained. Off by default because prod must not be deletable by accident; "
+        "land it as its own reviewed change and `pulumi up` before the destroy (README: Tearing down prod).",
+    )
 
     @model_validator(mode="after")
     def _cross_rules(self) -> StackConfig:
         rules: list[dict[str, Any]] = []
         gen = tpu_catalog.GENERATIONS[self.tpu.generation]
-        if self.tpu.region != self.region:
+        unknown_region = self.region not in gce.REGIONS and not (
+            self.tpu.allow_undocumented_zone and gce.looks_like_region(self.region)
+        )
+        if unknown_region:
+            close = gce.close_regions(self.region)
+            rules.append(
+                rule(
+                    "gcp:region",
+                    self.region,
+                    "is not a Compute Engine region in the catalog" + (f" (did you mean {' or '.join(close)}?)" if close else ""),
+                    f"regions where {gen.name} exists: {', '.join(gen.regions())}",
+                    "pulumi config set gcp:region <region>; or set tpu.allowUndocumentedZone: true if Google opened "
+                    "the region after the catalog (components/catalog/gce.py)",
+                )
+            )
+        if self.tpu.region != self.region and not unknown_region:  # an unknown region is the one problem
             rules.append(
                 rule(
                     "tpu.zone",
                     self.tpu.zone,
                     f"is not in gcp:region {self.region}",
                     f"zones of {self.region} where {self.tpu.generation} exists: "
-                    + (
-                        ", ".join(z for z in self.tpu.slice.generation.zones if tpu_catalog.zone_region(z) == self.region)
-                        or "none"
-                    ),
+                    + (", ".join(z for z in gen.zones if tpu_catalog.zone_region(z) == self.region) or "none"),
                     "pick a zone in the region or change gcp:region",
                 )
             )
@@ -593,7 +767,7 @@ class StackConfig(Spec):
                 )
             )
         if self.environment is Environment.prod:
-            if self.cluster.deletion_protection is False and not self.cluster.allow_replacement:
+            if self.cluster.deletion_protection is False and not (self.cluster.allow_replacement or self.allow_teardown):
                 rules.append(
                     rule(
                         "cluster.deletionProtection",
@@ -601,6 +775,16 @@ class StackConfig(Spec):
                         "turns off protection in prod",
                         "true (or unset)",
                         "remove the key; to tear down prod, first switch it off in a reviewed change",
+                    )
+                )
+            if self.allow_teardown and self.cluster.deletion_protection is True:
+                rules.append(
+                    rule(
+                        "cluster.deletionProtection",
+                        True,
+                        "contradicts allowTeardown: GKE would refuse to delete the cluster",
+                        "false (or unset)",
+                        "remove cluster.deletionProtection, or remove allowTeardown",
                     )
                 )
             for key, bucket in self.buckets.items():
@@ -628,8 +812,116 @@ class StackConfig(Spec):
         # Workload rules that need the pools, buckets or model (e.g. HPA max <= pool nodes) live with
         # the workload's spec; this file only dispatches to the active section.
         rules += self.workload.section.stack_rules(self)
+        # Which buckets the workload reads or writes, and the least role on each, likewise.
+        rules += bucket_rules(self.workload.section.bucket_needs(self), self.buckets, self.identity.bucket_roles)
+        rules += self._name_rules()
         raise_rules(rules)
         return self
+
+    def _name_rules(self) -> list[dict[str, Any]]:
+        """Every physical name the stack generates meets its service's rules and belongs to one
+        resource; each problem names the key that changes the name (the stack name is not a key)."""
+        rules: list[dict[str, Any]] = []
+        from_stack = f"(derived from the stack name {self.stack!r}) "
+        for problem in naming.stack_name_problems(self.stack):
+            rules.append(
+                rule(
+                    "(stack name)",
+                    self.stack,
+                    problem,
+                    "letters, digits, '_', '.' and '-'",
+                    "rename the stack (pulumi stack rename), or the --config file Pulumi.<stack>.yaml",
+                )
+            )
+        for problem in naming.label_value_problems(self.labels["stack"]):
+            problem = f"gives the label value {self.labels['stack']!r}, which {problem}"
+            rules.append(rule("(stack name)", self.stack, problem, "", "rename the stack"))
+        if self.cluster.name is None:
+            for problem in naming.gke_name_problems(self.cluster_name):
+                rules.append(
+                    rule("cluster.name", self.cluster_name, from_stack + problem, naming.GKE_NAME_PATTERN, "set cluster.name")
+                )
+        for problem in naming.namespace_problems(self.namespace) if self.identity.namespace is None else []:
+            rules.append(
+                rule(
+                    "identity.namespace",
+                    self.namespace,
+                    from_stack + problem,
+                    "a namespace of this stack's own (not kube-*, gke-*, gmp-*, "
+                    + ", ".join(sorted(naming.RESERVED_NAMESPACES))
+                    + ")",
+                    "set identity.namespace to another name (or rename the stack)",
+                )
+            )
+        bucket_names: dict[str, str] = {}
+        for key, bucket in self.buckets.items():
+            if not re.match(BUCKET_KEY_PATTERN, key):
+                rules.append(
+                    rule(
+                        f"buckets.{key}",
+                        key,
+                        "is not a bucket key (it becomes part of the bucket name)",
+                        "lowercase letters, digits, '-' and '_', at most 63, alphanumeric at both ends",
+                        "rename the key (and its identity.bucketRoles entry)",
+                    )
+                )
+                continue
+            name = bucket_names[key] = self.bucket_name(key)
+            for problem in naming.bucket_name_problems(name):
+                rules.append(
+                    rule(
+                        f"buckets.{key}",
+                        name,
+                        f"is the bucket name <project>-<stack>-<key> and {problem}",
+                        "3-63 lowercase letters, digits, '-' or '_'; no 'goog' prefix; no 'google'",
+                        "rename the key, or the stack",
+                    )
+                )
+            for problem in naming.label_value_problems(naming.label_value(bucket.purpose)):
+                rules.append(rule(f"buckets.{key}.purpose", bucket.purpose, problem, "a short label", "shorten it"))
+        for name, keys in naming.collisions(bucket_names).items():
+            for key in keys[1:]:
+                rules.append(
+                    rule(
+                        f"buckets.{key}",
+                        name,
+                        f"is the bucket name of buckets.{keys[0]} too ('_' becomes '-' and long names are cut)",
+                        "bucket keys that differ after that mapping",
+                        f"rename buckets.{key} (and its identity.bucketRoles entry)",
+                    )
+                )
+        accounts: dict[str, str] = {}
+        if self.identity.mode == "gsa":
+            accounts["identity.serviceAccount"] = naming.service_account_id(self.stack, self.identity.service_account)
+            display = naming.workload_gsa_display_name(self.stack, self.namespace, self.identity.service_account)
+            for problem in naming.display_name_problems(display):
+                problem = f"is the service account's display name and {problem}"
+                rules.append(rule("identity.serviceAccount", display, problem, "", "use shorter names"))
+        if self.tpu.workload_metadata == "GCE_METADATA":
+            accounts["tpu.workloadMetadata"] = naming.service_account_id(self.stack, "tpu-nodes")
+            for problem in naming.display_name_problems(naming.node_gsa_display_name(self.stack)):
+                problem = f"gives the node service account a display name that {problem}"
+                rules.append(rule("tpu.workloadMetadata", "GCE_METADATA", problem, "", "rename the stack"))
+        for key, account_id in accounts.items():
+            for problem in naming.service_account_id_problems(account_id):
+                problem = f"{from_stack}is a Google service-account id and {problem}"
+                rules.append(rule(key, account_id, problem, "", "rename the stack or the key"))
+        for account_id in naming.collisions(accounts):
+            rules.append(
+                rule(
+                    "identity.serviceAccount",
+                    self.identity.service_account,
+                    f"gives the workload service account the id {account_id!r}, which the TPU nodes' service account "
+                    "(tpu.workloadMetadata: GCE_METADATA) uses too",
+                    f"any name other than {self.identity.service_account!r}",
+                    "set identity.serviceAccount to another name",
+                )
+            )
+        for pool in self.pool_names():
+            for problem in naming.gke_name_problems(pool):
+                problem = f"gives the node pool name {pool!r}, which {problem}"
+                rules.append(rule("tpu.slices", self.tpu.slices, problem, "", "use fewer slices"))
+        return rules
 
     # ---- derived values (never configured) ----
 
@@ -643,12 +935,22 @@ class StackConfig(Spec):
         return self.identity.namespace or naming.dns_label(self.stack)
 
     @property
+    def cluster_allowed_to_go(self) -> bool:
+        """A reviewed change allows the cluster to be replaced or deleted (the policy pack's label)."""
+        return self.cluster.allow_replacement or self.allow_teardown
+
+    @property
+    def pools_allowed_to_go(self) -> bool:
+        """A reviewed change allows the TPU pools to be replaced or deleted (the policy pack's label)."""
+        return self.tpu.allow_replacement or self.allow_teardown
+
+    @property
     def cluster_protected(self) -> bool:
-        return self.policy.protect and not self.cluster.allow_replacement
+        return self.policy.protect and not self.cluster_allowed_to_go
 
     @property
     def pools_protected(self) -> bool:
-        return self.policy.protect and not self.tpu.allow_replacement
+        return self.policy.protect and not self.pools_allowed_to_go
 
     def labels_for(self, allow_replacement: bool) -> dict[str, str]:
         """Resource labels, with the allowance marker the policy pack reads when set."""
@@ -665,7 +967,10 @@ class StackConfig(Spec):
     @property
     def deletion_protection(self) -> bool:
         dp = self.cluster.deletion_protection
-        return self.policy.deletion_protection if dp is None else dp
+        if dp is None:
+            # A teardown must get past GKE's own guard as well as Pulumi's protect.
+            return self.policy.deletion_protection and not self.allow_teardown
+        return dp
 
     @property
     def addons(self) -> frozenset[str]:
@@ -684,13 +989,14 @@ class StackConfig(Spec):
         return self.policy.force_destroy if fd is None else fd
 
     def pool_names(self) -> list[str]:
-        """Deterministic node-pool names, one per slice (``tpu-v6e-4x4-0``)."""
-        return [naming.node_pool_name(self.tpu.slice.key, i) for i in range(self.tpu.slices)]
+        """Node-pool names, one per slice (``tpu-slice-0``): the index only, never the shape, so a
+        topology or machine-type change replaces the same pool instead of creating a second one."""
+        return [naming.node_pool_name(i) for i in range(self.tpu.slices)]
 
 
 # ---- loading and error reporting ----
 
-_TOP_KEYS = {"environment", "cluster", "tpu", "buckets", "identity", "workload", "controllers"}
+_TOP_KEYS = {"environment", "cluster", "tpu", "buckets", "identity", "workload", "controllers", "allowTeardown"}
 _GCP_KEYS = {"gcp:project", "gcp:region"}
 
 
@@ -698,7 +1004,7 @@ def _format_key(loc: Sequence[str | int]) -> str:
     if not loc:
         return f"{NAMESPACE}"
     head, *rest = [str(p) for p in loc]
-    if head.startswith("gcp:"):
+    if head.startswith(("gcp:", "(")):  # gcp:project; "(stack name)" is not a key
         return head
     return f"{NAMESPACE}:{head}" + "".join(f".{p}" for p in rest)
 
@@ -739,7 +1045,10 @@ def violations_from(error: ValidationError) -> list[Violation]:
         if err["type"] == "extra_forbidden":
             owner = _model_at(loc)
             allowed = _allowed_keys(owner) if owner else "see the README's configuration reference"
-            out.append(Violation(key, err["input"], "is an unknown key", allowed, "remove it or fix its spelling"))
+            names = [f.alias or n for n, f in owner.model_fields.items()] if owner else []
+            close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6) if loc else []
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            out.append(Violation(key, err["input"], f"is an unknown key{hint}", allowed, "remove it or fix its spelling"))
         elif err["type"] == "missing":
             out.append(Violation(key, None, "is required", "see the README's configuration reference", f"set {key}"))
         elif err["type"] in ("literal_error", "enum"):
@@ -757,16 +1066,43 @@ def violations_from(error: ValidationError) -> list[Violation]:
         elif err["type"] == "string_pattern_mismatch":
             out.append(Violation(key, err["input"], "has the wrong format", f"matches {ctx.get('pattern')}", "correct the value"))
         else:
-            out.append(
-                Violation(
-                    key,
-                    err["input"],
-                    f"is invalid ({err['msg']})",
-                    "see the README's configuration reference",
-                    "correct the value",
-                )
-            )
+            out.append(_typed_violation(key, err["type"], err["input"], err["msg"], ctx))
     return out
+
+
+_BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+_TYPES = {
+    "finite_number": ("is not a finite number", "a finite number (not .inf or .nan)"),
+    "int_type": ("is not a whole number", "an integer"),
+    "int_parsing": ("is not a whole number", "an integer"),
+    "int_from_float": ("is not a whole number", "an integer"),
+    "float_type": ("is not a number", "a number"),
+    "float_parsing": ("is not a number", "a number"),
+    "string_type": ("is not a string", "a string (quote it in YAML)"),
+    "bool_type": ("is not a boolean", "true or false"),
+    "bool_parsing": ("is not a boolean", "true or false"),
+    "dict_type": ("is not a mapping", "a mapping of keys (see the README's configuration reference)"),
+    "model_type": ("is not a mapping", "a mapping of keys (see the README's configuration reference)"),
+    "model_attributes_type": ("is not a mapping", "a mapping of keys (see the README's configuration reference)"),
+    "list_type": ("is not a list", "a YAML list"),
+}
+
+
+def _typed_violation(key: str, kind: str, value: Any, message: str, ctx: Mapping[str, Any]) -> Violation:
+    """A violation for pydantic's built-in checks: bounds, types, finiteness."""
+    if kind in _BOUNDS:
+        limit = next(iter(ctx.values()), None)
+        return Violation(
+            key,
+            value,
+            "is out of range",
+            f"{_BOUNDS[kind]} {limit} (the README's configuration reference says why)",
+            "use a value within the bound",
+        )
+    if kind in _TYPES:
+        problem, allowed = _TYPES[kind]
+        return Violation(key, value, problem, allowed, "correct the value")
+    return Violation(key, value, f"is invalid ({message})", "see the README's configuration reference", "correct the value")
 
 
 # Secret config keys (``pulumi config set --secret gke-tpu-llm:<key>``) and what they are. Their
@@ -833,16 +1169,7 @@ def parse_stack_config(values: Mapping[str, Any], stack: str, secret_keys: Colle
     presence and secrecy only and are not part of the returned config.
     """
     unknown = [k for k in values if k not in _TOP_KEYS and k not in _GCP_KEYS and k not in SECRETS]
-    pre: list[Violation] = [
-        Violation(
-            _format_key([k]),
-            values[k],
-            "is an unknown key",
-            ", ".join(sorted(_TOP_KEYS | set(SECRETS))) + " (under gke-tpu-llm:) and gcp:project, gcp:region",
-            "remove it or fix its spelling",
-        )
-        for k in unknown
-    ]
+    pre: list[Violation] = [_unknown_key(k, values[k]) for k in unknown]
     pre += _secret_violations(values, secret_keys)
     data = {k: v for k, v in values.items() if k not in unknown and k not in SECRETS}
     try:
@@ -851,6 +1178,123 @@ def parse_stack_config(values: Mapping[str, Any], stack: str, secret_keys: Colle
         raise ConfigError(pre + violations_from(exc)) from None
     if pre:
         raise ConfigError(pre)
+    return config
+
+
+def _quote(text: str) -> str:
+    """A shell word; config keys are always single-quoted, as the README writes them."""
+    return f"'{text}'" if "'" not in text else shlex.quote(text)
+
+
+def _shell_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return shlex.quote(str(value)) if isinstance(value, (str, int, float)) else "<value>"
+
+
+def _unknown_key(key: str, value: Any) -> Violation:
+    """An unknown ``gke-tpu-llm:`` key: a flat dotted key (``pulumi config set`` without ``--path``) or a typo."""
+    full = f"{NAMESPACE}:{key}"
+    head = key.split(".", 1)[0]
+    if "." in key and head in _TOP_KEYS:
+        if isinstance(value, (Mapping, list)):
+            command = f"set each value with pulumi config set --path {_quote(full + '.<key>')} <value>"
+        else:
+            command = f"pulumi config set --path {_quote(full)} {_shell_value(value)}"
+        return Violation(
+            full,
+            value,
+            "is a flat key: `pulumi config set` without --path stored the dotted name as one key, which the "
+            f"program does not read (it reads {head} as a structured value)",
+            f"the nested key {full}, set with --path",
+            f"pulumi config rm {shlex.quote(full)}; then {command}",
+        )
+    allowed = sorted(_TOP_KEYS | set(SECRETS))
+    close = difflib.get_close_matches(head, allowed, n=1, cutoff=0.6)
+    return Violation(
+        full,
+        value,
+        "is an unknown key" + (f" (did you mean {NAMESPACE}:{close[0]}?)" if close else ""),
+        ", ".join(allowed) + " (under gke-tpu-llm:) and gcp:project, gcp:region",
+        "remove it or fix its spelling",
+    )
+
+
+ALLOWED_NAMESPACES = (NAMESPACE, "gcp", "kubernetes", "pulumi")
+"""Config namespaces a stack may hold: the program's own, its providers' and Pulumi's."""
+
+
+def split_namespaces(full: Mapping[Any, Any]) -> tuple[dict[str, Any], list[Violation]]:
+    """Full config keys (``gke-tpu-llm:tpu``, ``gcp:project``, ...) -> the values ``parse_stack_config``
+    reads (our keys without the namespace, plus ``gcp:project``/``gcp:region``) and a violation for
+    every key the program would otherwise drop silently: a key under a namespace it does not know
+    (a misspelt ``gke-tpu-lm:environment: prod`` would plan a prod stack as dev) or without one."""
+    values: dict[str, Any] = {}
+    problems: list[Violation] = []
+    for full_key, value in full.items():
+        if not isinstance(full_key, str):
+            problems.append(
+                Violation(
+                    str(full_key),
+                    value,
+                    f"is not a config key (a {type(full_key).__name__}, not a <namespace>:<key> string)",
+                    f"{NAMESPACE}:<key>, gcp:project, gcp:region",
+                    "quote the key or remove it",
+                )
+            )
+            continue
+        ns, sep, key = full_key.partition(":")
+        if not sep or not ns or not key:
+            bare = full_key.strip(":")
+            suggest = f"{NAMESPACE}:{bare}" if bare.split(".", 1)[0] in _TOP_KEYS | set(SECRETS) else f"{NAMESPACE}:<key>"
+            problems.append(
+                Violation(
+                    full_key if full_key.strip() else repr(full_key),
+                    value,
+                    "has no namespace (Pulumi config keys are <namespace>:<key>)",
+                    ", ".join(f"{n}:<key>" for n in ALLOWED_NAMESPACES),
+                    f"write it as {suggest}",
+                )
+            )
+        elif ns == NAMESPACE:
+            values[key] = value
+        elif full_key in _GCP_KEYS:
+            values[full_key] = value
+        elif ns not in ALLOWED_NAMESPACES:
+            close = difflib.get_close_matches(ns, ALLOWED_NAMESPACES, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}:{key}?)" if close else ""
+            fix = "remove it (pulumi config rm " + shlex.quote(full_key) + ")"
+            if close:
+                right = f"{close[0]}:{key}"
+                again = (
+                    f"pulumi config set {shlex.quote(right)} {_shell_value(value)}"
+                    if not isinstance(value, (Mapping, list))
+                    else f"move the block to {right}"
+                )
+                fix = f"rename it to {right}: pulumi config rm {shlex.quote(full_key)}; {again}"
+            problems.append(
+                Violation(
+                    full_key,
+                    value,
+                    f"is under the namespace {ns!r}, which this program does not read{hint}",
+                    "keys under " + ", ".join(f"{n}:" for n in ALLOWED_NAMESPACES),
+                    fix,
+                )
+            )
+        # gcp:<other>, kubernetes:*, pulumi:* configure the providers and the engine, not this program.
+    return values, problems
+
+
+def parse_full_config(full: Mapping[Any, Any], stack: str, secret_keys: Collection[str] = ()) -> StackConfig:
+    """``parse_stack_config`` for config with full keys (all namespaces, as a stack file or the
+    Pulumi runtime holds it); namespace problems are reported with every other problem."""
+    values, problems = split_namespaces(full)
+    try:
+        config = parse_stack_config(values, stack, secret_keys)
+    except ConfigError as error:
+        raise ConfigError([*problems, *error.violations]) from None
+    if problems:
+        raise ConfigError(problems)
     return config
 
 
@@ -871,22 +1315,18 @@ def secret_keys_from_runtime() -> set[str]:
 
 
 def raw_config_from_runtime() -> dict[str, Any]:
-    """Every ``gke-tpu-llm:*`` key plus ``gcp:project``/``gcp:region`` from the running Pulumi program."""
+    """Every config key of the running Pulumi program, in every namespace (full keys), with the
+    ``gke-tpu-llm:*`` values decoded; ``split_namespaces`` reports the keys no one reads."""
     from pulumi.runtime import config as runtime_config  # only here: config.py stays importable without an engine
 
     merged: dict[str, Any] = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
-    values: dict[str, Any] = {}
-    for full_key, raw in merged.items():
-        ns, _, key = full_key.partition(":")
-        if ns == NAMESPACE:
-            values[key] = _decode(raw)
-        elif full_key in _GCP_KEYS:
-            values[full_key] = raw
-    return values
+    return {
+        full_key: _decode(raw) if full_key.partition(":")[0] == NAMESPACE else raw for full_key, raw in merged.items()
+    }
 
 
 def load_stack_config() -> StackConfig:
     """The single loader used by ``__main__.py``."""
     import pulumi
 
-    return parse_stack_config(raw_config_from_runtime(), pulumi.get_stack(), secret_keys_from_runtime())
+    return parse_full_config(raw_config_from_runtime(), pulumi.get_stack(), secret_keys_from_runtime())

@@ -26,9 +26,10 @@ from typing import Any
 
 import yaml
 
+from components import stackfile
 from components.capacity import StackPlan, resolve
 from components.catalog import tpu as tpu_catalog
-from components.config import NAMESPACE, StackConfig, parse_stack_config, required_secrets
+from components.config import NAMESPACE, StackConfig, parse_full_config, required_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS_DIR = ROOT / "stacks"
@@ -76,8 +77,7 @@ def read_stack_file(path: Path, stack: str | None = None, *, fill_secrets: bool 
     A committed stack file cannot hold a user's token, so with ``fill_secrets`` the secrets the
     workload requires but the file lacks are filled with placeholders too (and listed in
     ``placeholders``); ``pulumi up`` has no such fallback and stops with a config error."""
-    doc = yaml.safe_load(path.read_text()) or {}
-    raw = doc.get("config") or {}
+    raw = stackfile.config_section(stackfile.load(path))  # ConfigError for anything that is not a stack file
     values: dict[str, Any] = {}
     secrets: list[str] = []
     for key, value in raw.items():
@@ -99,15 +99,11 @@ def read_stack_file(path: Path, stack: str | None = None, *, fill_secrets: bool 
 
 
 def config_of(stack_file: StackFile) -> StackPlan:
-    """Validate a stack file and resolve its capacity without running anything (raises ConfigError)."""
-    prefix = f"{NAMESPACE}:"
-    values: dict[str, Any] = {}
-    for key, value in stack_file.values.items():
-        if key.startswith(prefix):
-            values[key[len(prefix) :]] = value
-        elif key in ("gcp:project", "gcp:region"):
-            values[key] = value
-    return resolve(parse_stack_config(values, stack_file.stack, stack_file.secret_keys))
+    """Validate a stack file and resolve its capacity without running anything (raises ConfigError).
+
+    Every key is seen, as under ``pulumi up``: one under a namespace the program does not read is a
+    problem, not silently dropped."""
+    return resolve(parse_full_config(stack_file.values, stack_file.stack, stack_file.secret_keys))
 
 
 # ---------------------------------------------------------------- recording
@@ -200,7 +196,13 @@ def _make_monitor(mocks: Any, records: list[Registration]) -> Any:
                     "retainOnDelete": bool(request.retainOnDelete) if request.HasField("retainOnDelete") else False,
                     "deleteBeforeReplace": bool(request.deleteBeforeReplace),
                     "ignoreChanges": list(request.ignoreChanges),
+                    "replaceOnChanges": list(request.replaceOnChanges),
                     "additionalSecretOutputs": list(request.additionalSecretOutputs),
+                    # Earlier URNs of this resource: the engine moves their state here instead of
+                    # creating a new resource and deleting the old one.
+                    "aliases": sorted(
+                        {a.urn for a in request.aliases if a.urn} | set(getattr(request, "aliasURNs", []))
+                    ),
                 }
                 records.append(
                     Registration(
@@ -267,8 +269,21 @@ def record(
         out = pulumi.Output.from_input(value)
         resolved = _sync_await(out.future())
         outputs[key] = SECRET_PLACEHOLDER if _sync_await(out.is_secret()) else _clean(resolved)
+    _engine_urns(records)
     records.sort(key=lambda r: r.urn)
     return records, outputs
+
+
+def _engine_urns(records: list[Registration]) -> None:
+    """Give each record the URN the real engine would (the full parent type chain, no stack type),
+    so plans compare with aliases and with ``pulumi stack export`` (see ``steps.canonical_urns``)."""
+    from components.steps import canonical_urns
+
+    urns = canonical_urns([{"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent} for r in records])
+    for r in records:
+        r.urn = urns[r.urn]
+        r.parent = urns.get(r.parent, r.parent)
+        r.dependencies = sorted({urns.get(d, d) for d in r.dependencies})
 
 
 @atexit.register
@@ -312,6 +327,8 @@ def manifests_of(resources: list[Registration]) -> list[dict[str, Any]]:
         if res.type.startswith("kubernetes:helm.sh/"):
             continue  # a Helm release (controller install) is not an object manifest
         inputs = dict(res.inputs)
+        if inputs.get("kind") == "CustomResourceDefinition":
+            continue  # vendored upstream CRDs (components/crds): huge data; the plan's resources show changes
         obj = {"apiVersion": inputs.pop("apiVersion"), "kind": inputs.pop("kind")}
         obj.update(inputs)
         objs.append(obj)

@@ -100,10 +100,13 @@ class GkeCluster(pulumi.ComponentResource):
                 enable_components=["SYSTEM_COMPONENTS"],
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
             ),
-            resource_labels=config.labels_for(spec.allow_replacement),
+            resource_labels=config.labels_for(config.cluster_allowed_to_go),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 protect=config.cluster_protected,
+                # The cluster has an explicit name, so a replacement created first would collide
+                # with the old cluster: delete it first (only ever reached after a reviewed change).
+                delete_before_replace=True,
                 # The removed default pool's node_config and count are create-only inputs;
                 # ignoring them avoids the well-known perpetual diff / replacement.
                 ignore_changes=["nodeConfig", "initialNodeCount"],
@@ -138,9 +141,13 @@ class GkeCluster(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
-            # If the cluster is gone (deleted out of band), let `pulumi destroy` drop in-cluster
-            # objects from state instead of failing on an unreachable API server.
-            delete_unreachable=True,
+            # No permanent deleteUnreachable: with it, a `pulumi refresh` while the API server is
+            # briefly unreachable silently drops every in-cluster object from state; its maintainers
+            # advise it only as a one-off (pulumi/pulumi-kubernetes#2489). If the cluster is already
+            # gone, run `PULUMI_K8S_DELETE_UNREACHABLE=true pulumi destroy` once (the provider reads
+            # the variable itself, provider.go Configure). Do not set it for `up`/`preview`: the SDK
+            # would copy it into this provider's stored inputs. Nor pass `False` here: an explicit
+            # value overrides the variable.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_pool]),
         )
         self.get_credentials_command = pulumi.Output.concat(

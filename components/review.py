@@ -1,78 +1,64 @@
-"""Pull-request review: compare two sets of offline plans (base and head) and write one comment.
+"""Pull-request review: what ``pulumi up`` will do to each stack, from two sets of offline plans.
 
-The inputs are the JSON documents ``python -m components plan --all --json`` prints on each commit,
-so the comparison needs no cloud credentials and shows the Kubernetes layer too: per changed
-stack, resources added / changed / removed (with the changed input paths), TPU slices, the hourly
-cost and its delta, warnings for replacements of TPU pools or the cluster, and the manifest diff.
+The inputs are the JSON documents ``python -m components plan --all --json`` prints on each commit
+(or, for one stack, ``pulumi stack export`` as the base: its real state). For every changed stack
+the comment says, in order, the steps the engine will run (``components.steps``: update in place,
+replace and in which order, create, delete), the TPU chips and $/h before, at the peak of and after
+the rollout, the stack's environment, every protected resource that blocks the update with the
+change that must land first, warnings for TPU pools, clusters and buckets that are replaced or
+deleted, and the Kubernetes manifest diff. A change the engine would refuse half-way is *refused*
+here: ``review`` exits 2 (after writing the comment) so the pull request cannot go green.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from components import steps as step_model
+
 COMMENT_MARKER = "<!-- gke-tpu-llm:plan-review -->"
 """First line of the comment, so the workflow updates its own comment instead of adding more."""
-
-# Resource types whose deletion or replacement loses scarce capacity or the whole environment.
-GUARDED_TYPES = ("gcp:container/nodePool:NodePool", "gcp:container/cluster:Cluster")
-# Inputs of these types that GKE cannot change in place (ForceNew in the provider schema).
-REPLACING_INPUTS = {
-    "gcp:container/nodePool:NodePool": (
-        "name",
-        "nodeConfig.machineType",
-        "placementPolicy",
-        "nodeLocations",
-        "location",
-        "cluster",
-        "nodeConfig.spot",
-        "nodeConfig.reservationAffinity",
-        "nodeConfig.diskSizeGb",
-        "nodeConfig.advancedMachineFeatures",
-        "initialNodeCount",
-    ),
-    "gcp:container/cluster:Cluster": ("name", "location", "project"),
-}
+GUARDED_TYPES = step_model.GUARDED_TYPES
 MAX_DIFF_LINES = 400
-
-
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
-        return out or {prefix: {}}
-    return {prefix: value}
-
-
-@dataclass
-class ResourceChange:
-    urn: str
-    type: str
-    name: str
-    changed_paths: list[str] = field(default_factory=list)
-
-    @property
-    def replaces(self) -> bool:
-        guarded = REPLACING_INPUTS.get(self.type, ())
-        return any(p == g or p.startswith(f"{g}.") for p in self.changed_paths for g in guarded)
+REFUSED_EXIT = 2
 
 
 @dataclass
 class StackChange:
     stack: str
-    added: list[ResourceChange]
-    removed: list[ResourceChange]
-    changed: list[ResourceChange]
+    environment: str
+    prediction: step_model.Prediction
     cost_base: float | None
     cost_head: float | None
     slices_base: list[dict[str, Any]]
     slices_head: list[dict[str, Any]]
     manifest_diff: str
+    base_is_state: bool = False
+
+    @property
+    def added(self) -> list[step_model.Step]:
+        return self.prediction.of("create")
+
+    @property
+    def removed(self) -> list[step_model.Step]:
+        return self.prediction.of("delete")
+
+    @property
+    def changed(self) -> list[step_model.Step]:
+        return [s for s in self.prediction.steps if s.op in ("update", "replace")]
+
+    @property
+    def replaced(self) -> list[step_model.Step]:
+        return self.prediction.of("replace")
+
+    @property
+    def refused(self) -> bool:
+        return self.prediction.refused
 
     @property
     def cost_delta(self) -> float | None:
@@ -82,19 +68,19 @@ class StackChange:
 
     @property
     def warnings(self) -> list[str]:
-        """Guarded resources that this change deletes or replaces."""
+        """TPU pools, clusters and buckets that this change deletes or replaces."""
         out = []
-        for res in self.removed:
-            if res.type in GUARDED_TYPES:
-                out.append(f"deletes {res.type.rsplit(':', 1)[1]} `{res.name}`")
-        for res in self.changed:
-            if res.type in GUARDED_TYPES and res.replaces:
-                out.append(f"replaces {res.type.rsplit(':', 1)[1]} `{res.name}` ({', '.join(res.changed_paths)})")
+        for step in self.prediction.steps:
+            if step.type not in GUARDED_TYPES:
+                continue
+            if step.op == "delete":
+                kept = " (retained in GCP, removed from the stack)" if step.retained else ""
+                out.append(f"deletes {step.kind} `{step.name}`{kept}")
+            elif step.op == "replace":
+                order = "deleted first" if step.delete_first else "new one created first, old one deleted at the end"
+                data = "; its objects are lost unless copied first" if step.type == step_model.BUCKET else ""
+                out.append(f"replaces {step.kind} `{step.name}` ({', '.join(step.replacing)}; {order}{data})")
         return out
-
-
-def _by_urn(plan: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
-    return {r["urn"]: r for r in (plan or {}).get("resources", [])}
 
 
 def _manifest_text(plan: Mapping[str, Any] | None) -> list[str]:
@@ -102,33 +88,30 @@ def _manifest_text(plan: Mapping[str, Any] | None) -> list[str]:
     return yaml.safe_dump_all(docs, sort_keys=True).splitlines(keepends=True) if docs else []
 
 
+def _cost(plan: Mapping[str, Any] | None) -> float | None:
+    billed = (plan or {}).get("cost_usd_per_hour", {}).get("billed")
+    return None if billed is None else float(billed)
+
+
 def compare_stack(stack: str, base: Mapping[str, Any] | None, head: Mapping[str, Any] | None) -> StackChange:
-    old, new = _by_urn(base), _by_urn(head)
-    added = [ResourceChange(u, r["type"], r["name"]) for u, r in sorted(new.items()) if u not in old]
-    removed = [ResourceChange(u, r["type"], r["name"]) for u, r in sorted(old.items()) if u not in new]
-    changed = []
-    for urn in sorted(set(old) & set(new)):
-        a = _flatten({"inputs": old[urn]["inputs"], "options": old[urn].get("options", {})})
-        b = _flatten({"inputs": new[urn]["inputs"], "options": new[urn].get("options", {})})
-        paths = sorted(k.split(".", 1)[1] for k in set(a) | set(b) if a.get(k) != b.get(k))
-        if paths:
-            changed.append(ResourceChange(urn, new[urn]["type"], new[urn]["name"], paths))
-    diff = "".join(difflib.unified_diff(_manifest_text(base), _manifest_text(head), f"base/{stack}", f"head/{stack}"))
-
-    def cost(plan: Mapping[str, Any] | None) -> float | None:
-        billed = (plan or {}).get("cost_usd_per_hour", {}).get("billed")
-        return None if billed is None else float(billed)
-
+    """``base`` is the base commit's plan of the stack, its ``pulumi stack export``, or None (new stack)."""
+    base_is_state = base is not None and step_model.is_state_export(base)
+    old = step_model.from_state(base) if base is not None and base_is_state else step_model.from_plan(base)
+    region = (head or {}).get("region") or (None if base_is_state else (base or {}).get("region"))
+    prediction = step_model.predict(old, step_model.from_plan(head), base_is_state=base_is_state, region=region)
+    plan_base = None if base_is_state else base
+    diff = "".join(difflib.unified_diff(_manifest_text(plan_base), _manifest_text(head), f"base/{stack}", f"head/{stack}"))
+    environment = str((head or {}).get("environment") or (plan_base or {}).get("environment") or "unknown")
     return StackChange(
         stack=stack,
-        added=added,
-        removed=removed,
-        changed=changed,
-        cost_base=cost(base),
-        cost_head=cost(head),
-        slices_base=list((base or {}).get("slices", [])),
+        environment=environment,
+        prediction=prediction,
+        cost_base=_cost(plan_base),
+        cost_head=_cost(head),
+        slices_base=list((plan_base or {}).get("slices", [])),
         slices_head=list((head or {}).get("slices", [])),
-        manifest_diff=diff,
+        manifest_diff="" if base_is_state else diff,
+        base_is_state=base_is_state,
     )
 
 
@@ -152,31 +135,78 @@ def _slices(slices: list[dict[str, Any]]) -> str:
     return f"{len(slices)} × {s['generation']} {s['topology']} ({s['machine_type']} × {s['hosts']}, {s['chips']} chips)"
 
 
+def _steps_section(c: StackChange) -> list[str]:
+    p = c.prediction
+    lines = [f"**What `pulumi up` will do** ({'against the stack state' if c.base_is_state else 'from the base plan'}):", ""]
+    ordered = [s for s in p.steps if s.op != "delete"]
+    late = [s for s in p.steps if s.op == "delete"]
+    for i, step in enumerate(ordered, 1):
+        renamed = f" (state moved from `{step.old_urn.rsplit('::', 1)[-1]}` by an alias)" if step.old_urn else ""
+        lines.append(f"{i}. {step.describe()}{renamed}")
+    for step in late:
+        lines.append(f"- at the end: {step.describe()}")
+    if not p.steps:
+        lines.append("- no cloud or cluster change")
+    if p.state_only:
+        names = ", ".join(f"`{u.rsplit('::', 1)[-1]}`" for u in p.state_only)
+        lines.append(f"- state only (no cloud call): protection, retention or aliases of {names}")
+    r = p.rollout
+    if r is not None and (r.chips_before or r.chips_after):
+        lines += [
+            "",
+            f"**TPU capacity during the rollout:** {r.chips_before} chips ({_money(r.usd_before)}) → peak "
+            f"{r.chips_peak} chips ({_money(r.usd_peak)}) → {r.chips_after} chips ({_money(r.usd_after)}); "
+            f"quota needed: {r.chips_peak} chips.",
+        ]
+    return lines
+
+
+def _refusal(c: StackChange) -> list[str]:
+    blockers = c.prediction.blockers
+    engine = [b for b in blockers if b.engine]
+    head = (
+        f"`pulumi up` would stop half-way on this {c.environment} stack ({len(engine)} step(s) the engine or GKE refuses)"
+        if engine
+        else f"this {c.environment} change replaces protected resources in the same change that lifts their protection"
+    )
+    lines = ["> [!CAUTION]", f"> **Refused.** {head}."]
+    for b in blockers:
+        lines += [f"> - {b.why}.", f">   **Land first:** {b.fix}."]
+    lines.append(
+        "> Split the change: the step that lifts protection, alone (review, merge, `pulumi up`), then the change itself."
+    )
+    return lines
+
+
 def render_comment(changes: list[StackChange]) -> str:
     lines = [COMMENT_MARKER, "## gke-tpu-llm plan review", ""]
     if not changes:
         lines.append("No stack changes: cloud resources and Kubernetes manifests are identical to the base branch.")
         return "\n".join(lines) + "\n"
-    lines += ["| stack | added | changed | removed | slices | cost (billed) | delta |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "| stack | env | create | update | replace | delete | peak TPU chips | slices | cost (billed) | delta | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for c in changes:
         delta = c.cost_delta
         delta_text = "n/a" if delta is None else f"{'+' if delta >= 0 else '−'}${abs(delta):,.2f}/h"
+        r = c.prediction.rollout
+        peak = "n/a" if r is None else f"{r.chips_peak} ({_money(r.usd_peak)})"
+        p = c.prediction
+        verdict = "**refused**" if c.refused else "ok"
         lines.append(
-            f"| `{c.stack}` | {len(c.added)} | {len(c.changed)} | {len(c.removed)} | "
-            f"{_slices(c.slices_head)} | {_money(c.cost_head)} | {delta_text} |"
+            f"| `{c.stack}` | {c.environment} | {len(p.of('create'))} | {len(p.of('update'))} | {len(p.of('replace'))} | "
+            f"{len(p.of('delete'))} | {peak} | {_slices(c.slices_head)} | {_money(c.cost_head)} | {delta_text} | {verdict} |"
         )
     for c in changes:
-        lines += ["", f"### `{c.stack}`", ""]
+        lines += ["", f"### `{c.stack}` ({c.environment})", ""]
+        if c.refused:
+            lines += [*_refusal(c), ""]
         for warning in c.warnings:
             lines.append(f"> [!WARNING]\n> This change {warning}.")
         if c.slices_base != c.slices_head:
             lines.append(f"- slices: {_slices(c.slices_base)} → {_slices(c.slices_head)}")
-        for label, group in (("added", c.added), ("removed", c.removed)):
-            for res in group:
-                lines.append(f"- {label} `{res.type}` **{res.name}**")
-        for res in c.changed:
-            marker = " (replacement)" if res.replaces else ""
-            lines.append(f"- changed `{res.type}` **{res.name}**{marker}: {', '.join(res.changed_paths)}")
+        lines += ["", *_steps_section(c)]
         if c.manifest_diff:
             diff_lines = c.manifest_diff.splitlines()
             cut = diff_lines[:MAX_DIFF_LINES]
@@ -186,3 +216,15 @@ def render_comment(changes: list[StackChange]) -> str:
                 lines.append(f"({more} more lines; run `python -m components render {c.stack}` locally)")
             lines.append("</details>")
     return "\n".join(lines) + "\n"
+
+
+def load_side(document: Mapping[str, Any], stack: str | None = None) -> dict[str, Any]:
+    """``plan --all --json`` as is; a single ``plan STACK --json`` or a ``pulumi stack export`` keyed by
+    its stack (``stack`` names the stack of an export)."""
+    if step_model.is_state_export(document):
+        if not stack:
+            raise ValueError("a `pulumi stack export` base needs --stack NAME")
+        return {stack: dict(document)}
+    if "resources" in document and "stack" in document:
+        return {str(document["stack"]): dict(document)}
+    return dict(document)

@@ -12,9 +12,18 @@ Rules (from GKE's TPU docs, xpk and cluster-toolkit):
 * GCE metadata (``tpu.workloadMetadata: GCE_METADATA``, as the Pathways tutorials) exposes the
   node's service account to pods, so such pools run as the stack's dedicated node GSA
   (``components.identity``: bucket roles + the minimal node role), never the Compute Engine default.
-* deterministic names and delete-before-replace, because a second slice of scarce TPU capacity is
-  rarely available for create-before-destroy; in prod the pool is protected, so a replacement
-  fails instead of happening silently.
+* stable identity: the Pulumi name and the GKE pool name carry the slice's index only
+  (``tpu-slice-0``), never its shape, so a topology or machine-type change is this one resource
+  replaced delete-before-replace (a second slice of scarce TPU capacity is rarely available for
+  create-before-destroy, and it would bill both slices during the rollout). In prod the pool is
+  protected, so a replacement is refused instead of happening silently (README: Changing a slice).
+* the shape inputs (``SHAPE_INPUTS``) replace the pool: the provider alone would not replace it
+  on a topology change (only adding or removing ``placement_policy`` is ForceNew upstream).
+* pools created before stable names (``tpu-v6e-4x4-0``) keep their state and their GKE name:
+  every shape-encoded name this index ever had is an alias of the new URNs, and the GKE ``name``
+  is ignored (it is create-only, so changing it would replace a live pool); when such a pool is
+  replaced for a shape change, the engine creates the replacement under the program's name
+  (``tpu-slice-0``), since ignored inputs take the program's value on a replacement.
 """
 
 from __future__ import annotations
@@ -24,9 +33,27 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from components.catalog.tpu import TpuSlice
+from components import naming
+from components.catalog.tpu import TpuSlice, all_slices
 from components.config import StackConfig
 from components.gke import CLOUD_PLATFORM_SCOPE
+
+SHAPE_INPUTS = ("placementPolicy", "nodeConfig.machineType", "nodeLocations")
+"""NodePool inputs that define the slice itself: a change replaces the pool (``replaceOnChanges``)."""
+POOL_RESOURCE_SUFFIX = "-pool"
+"""The NodePool child is ``<component name>-pool``."""
+
+
+def legacy_aliases(index: int) -> list[tuple[str, str]]:
+    """(component name, node-pool resource name) of slice ``index`` under every shape-encoded name
+    earlier releases used, for every shape in the catalog: whatever shape a stack had when it was
+    created, its pool is found again, even if the upgrade and a shape change land together."""
+    names = sorted({naming.legacy_node_pool_name(s.key, index) for s in all_slices()})
+    return [(name, f"{name}{POOL_RESOURCE_SUFFIX}") for name in names]
+
+
+def _urn(type_chain: str, name: str) -> str:
+    return f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{type_chain}::{name}"
 
 
 class TpuSlicePool(pulumi.ComponentResource):
@@ -48,7 +75,11 @@ class TpuSlicePool(pulumi.ComponentResource):
         node_grants: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(self.TYPE, name, None, opts)
+        # Old URNs only exist for pools the root program created (no parent given).
+        legacy = legacy_aliases(index) if opts is None or opts.parent is None else []
+        component_aliases: list[pulumi.Input[str | pulumi.Alias]] = [_urn(self.TYPE, old) for old, _ in legacy]
+        merged = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=component_aliases))
+        super().__init__(self.TYPE, name, None, merged)
         tpu = config.tpu
         tpu_slice: TpuSlice = tpu.slice
         autoscaled = tpu.autoscaling is not None
@@ -76,10 +107,12 @@ class TpuSlicePool(pulumi.ComponentResource):
                 if tpu.threads_per_core is not None
                 else None
             ),
-            resource_labels=config.labels_for(tpu.allow_replacement),
+            resource_labels=config.labels_for(config.pools_allowed_to_go),
         )
+        pool_type = f"{self.TYPE}$gcp:container/nodePool:NodePool"
+        pool_aliases: list[pulumi.Input[str | pulumi.Alias]] = [_urn(pool_type, child) for _, child in legacy]
         self.node_pool = gcp.container.NodePool(
-            f"{name}-pool",
+            f"{name}{POOL_RESOURCE_SUFFIX}",
             name=config.pool_names()[index],
             project=config.project,
             cluster=cluster_name,
@@ -108,8 +141,15 @@ class TpuSlicePool(pulumi.ComponentResource):
                 parent=self,
                 protect=config.pools_protected,
                 delete_before_replace=True,
-                ignore_changes=["initialNodeCount", "nodeCount"] if autoscaled else None,
+                # A TPU slice's shape is fixed at creation. The provider would "update" a topology
+                # in place (placement_policy.tpu_topology is not ForceNew and never sent: a no-op
+                # and a perpetual diff) and would resize machine type and zone on live nodes; for a
+                # slice each of these is a new slice, so Pulumi replaces the pool instead.
+                replace_on_changes=list(SHAPE_INPUTS),
+                # name: set once at creation (see the module docstring); node counts: the autoscaler's.
+                ignore_changes=["name", *(["initialNodeCount", "nodeCount"] if autoscaled else [])],
                 depends_on=list(node_grants),
+                aliases=pool_aliases,
             ),
         )
         self.pool_name = self.node_pool.name

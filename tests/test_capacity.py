@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pulumi
 import pytest
@@ -128,3 +129,42 @@ def test_capacity_bad_stack_registers_nothing_and_cli_exits_2(tmp_path: Path) ->
     from components.__main__ import main
 
     assert main(["plan", "--config", str(path)]) == 2
+
+
+# ---- planner errors name the setting to change (PlanError.field), not a guess from the message
+
+
+@pytest.mark.parametrize(
+    ("workload", "tpu", "key", "value"),
+    [
+        ({"parallelism": {"tensor": 3}}, {}, "workload.parallelism", {"tensor": 3}),
+        ({"parallelism": {"tensor": 16}}, {}, "workload.parallelism", {"tensor": 16}),
+        ({"perDeviceBatchSize": 0.01}, {}, "workload.perDeviceBatchSize", 0.01),
+        ({"perDeviceBatchSize": 1000}, {}, "workload.perDeviceBatchSize", 1000),
+        ({"weights": "bfloat16"}, {"topology": "2x4", "machineType": "ct6e-standard-4t"}, "tpu.topology", "2x4"),
+        ({"perDeviceBatchSize": 1000}, {"topology": None}, "workload.perDeviceBatchSize", 1000),
+    ],
+)
+def test_capacity_errors_blame_the_setting_to_change(workload: dict[str, Any], tpu: dict[str, Any], key: str, value: Any) -> None:
+    config = make_config(workload=workload, tpu=tpu)
+    with pytest.raises(ConfigError) as info:
+        resolve(config)
+    (violation,) = info.value.violations
+    assert violation.key == f"gke-tpu-llm:{key}", violation
+    assert violation.value == value
+    assert violation.fix
+
+
+def test_capacity_selection_that_finds_no_slice_blames_the_generation() -> None:
+    from components.capacity import blamed
+
+    config = make_config(tpu={"topology": None})
+    assert blamed(config, "slice") == ("tpu.generation", "v6e", blamed(config, "slice")[2])
+    assert blamed(make_config(), "slice")[0] == "tpu.topology"
+    assert blamed(make_config(), "tokens")[0] == "workload.perDeviceBatchSize"
+    vllm = make_config(
+        tpu={"topology": "2x4", "machineType": "ct6e-standard-8t"}, workload={"kind": "vllm", "model": "llama3.1-70b"}
+    )
+    assert blamed(vllm, "tokens")[0] == "workload.maxTargetLength"
+    assert blamed(vllm, "batch")[0] == "tpu.topology"
+    assert blamed(make_config(), "parallelism")[0] == "tpu.topology"  # the planner's own mesh: the slice is to blame

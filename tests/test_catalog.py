@@ -103,3 +103,33 @@ def test_catalog_gke_version_order(version: str, minimum: str, ok: bool) -> None
 def test_catalog_rejects_malformed_version() -> None:
     with pytest.raises(ValueError, match="not a GKE version"):
         tpu.parse_gke_version("latest")
+
+
+# ---- Compute Engine catalog (CPU machine types, regions and zones)
+
+
+def test_gce_catalog_holds_every_tpu_zone_and_the_defaults() -> None:
+    from components.catalog import gce
+    from components.catalog import tpu as tpu_catalog
+    from components.config import SystemPoolSpec
+    from components.specs.jetstream import CheckpointConversionSpec
+
+    for gen in tpu_catalog.GENERATIONS.values():
+        for zone in gen.zones:
+            assert gce.is_zone(zone), zone
+            assert zone in gce.zones_of(tpu_catalog.zone_region(zone)), zone
+    assert SystemPoolSpec().machine_type in gce.MACHINE_TYPES
+    assert CheckpointConversionSpec().machine_type in gce.MACHINE_TYPES
+    assert "e2-standard-8" in gce.MACHINE_TYPES  # saxml-175b's system pool
+    assert not any(m.startswith("ct") for m in gce.MACHINE_TYPES)  # TPU VMs are not CPU machine types
+
+
+def test_gce_catalog_describes_a_family_and_suggests_close_names() -> None:
+    from components.catalog import gce
+
+    assert gce.describe_machine_types("n2-weird-3").startswith("n2-standard-{2,4,8,16,32,48,64,80,96,128}")
+    assert "families e2, n1" in gce.describe_machine_types("zz-standard-4")
+    assert gce.close_machine_types("e2-standart-4")[0] == "e2-standard-4"
+    assert gce.close_regions("us-eats5")[0] == "us-east5"
+    assert gce.looks_like_region("us-east9")
+    assert not gce.looks_like_region("us east")

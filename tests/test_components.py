@@ -52,7 +52,9 @@ def test_tpu_pool_multi_host_sets_compact_topology_and_host_count() -> None:
     pool = one(records, "gcp:container/nodePool:NodePool")
     comp = one(records, TpuSlicePool.TYPE)
     assert pool.parent == comp.urn
-    assert pool.inputs["name"] == "tpu-v6e-4x4-0"
+    assert pool.inputs["name"] == "tpu-slice-0"
+    assert pool.name == "tpu-slice-0-pool"
+    assert comp.name == "tpu-slice-0"
     assert pool.inputs["nodeCount"] == 4
     assert pool.inputs["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4"}
     assert pool.inputs["nodeLocations"] == ["us-east5-b"]
@@ -60,7 +62,13 @@ def test_tpu_pool_multi_host_sets_compact_topology_and_host_count() -> None:
     assert pool.inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
     assert "autoscaling" not in pool.inputs
     assert pool.options["deleteBeforeReplace"] is True
+    assert pool.options["replaceOnChanges"] == ["placementPolicy", "nodeConfig.machineType", "nodeLocations"]
     assert pool.options["protect"] is False
+    # Every shape-named URN of earlier releases finds this pool again (no create + delete on upgrade).
+    assert "urn:pulumi:test::gke-tpu-llm::gke-tpu-llm:tpu:TpuSlicePool::tpu-v6e-4x4-0" in comp.options["aliases"]
+    legacy = "urn:pulumi:test::gke-tpu-llm::gke-tpu-llm:tpu:TpuSlicePool$gcp:container/nodePool:NodePool::tpu-v5e-4x8-0-pool"
+    assert legacy in pool.options["aliases"]
+    assert "name" in pool.options["ignoreChanges"]
 
 
 def test_tpu_pool_single_host_omits_placement_policy() -> None:
@@ -78,7 +86,7 @@ def test_tpu_pool_autoscaled_single_host_has_no_perpetual_diff() -> None:
     assert "nodeCount" not in pool.inputs
     assert pool.inputs["initialNodeCount"] == 1
     assert pool.inputs["autoscaling"] == {"totalMinNodeCount": 1, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}
-    assert set(pool.options["ignoreChanges"]) == {"initialNodeCount", "nodeCount"}
+    assert set(pool.options["ignoreChanges"]) == {"name", "initialNodeCount", "nodeCount"}
 
 
 def test_tpu_pool_n_slices_make_n_pools_with_deterministic_names() -> None:
@@ -87,7 +95,7 @@ def test_tpu_pool_n_slices_make_n_pools_with_deterministic_names() -> None:
         workload={"model": "llama2-70b", "perDeviceBatchSize": 27, "jetstream": {"mode": "disaggregated"}},
     )
     pools = of_type(run(config, build_pools), "gcp:container/nodePool:NodePool")
-    assert sorted(p.inputs["name"] for p in pools) == ["tpu-v6e-2x4-4t-0", "tpu-v6e-2x4-4t-1"]
+    assert sorted(p.inputs["name"] for p in pools) == ["tpu-slice-0", "tpu-slice-1"]
     assert all(p.inputs["nodeCount"] == 2 and p.inputs["placementPolicy"]["tpuTopology"] == "2x4" for p in pools)
 
 

@@ -30,7 +30,8 @@ def test_config_defaults_are_safe() -> None:
     assert config.tpu.workload_metadata == "GKE_METADATA"
     assert config.cluster.location_type == "regional"
     assert config.cluster_location == "us-east5"
-    assert config.pool_names() == ["tpu-v6e-4x4-0"]
+    assert config.pool_names() == ["tpu-slice-0"]
+    assert make_config(tpu={"topology": "4x8"}).pool_names() == config.pool_names()  # shape never renames a pool
 
 
 def test_config_is_frozen() -> None:
@@ -214,6 +215,24 @@ def test_config_allow_replacement_lifts_protection_and_labels() -> None:
     assert prod.labels_for(True)["gke-tpu-llm-allow-replace"] == "true"
 
 
+def test_config_allow_teardown_lifts_cluster_and_pool_protection_but_keeps_buckets() -> None:
+    prod = make_config(environment="prod")
+    assert prod.cluster_protected
+    assert prod.pools_protected
+    assert prod.deletion_protection
+    ready = make_config(environment="prod", allowTeardown=True)
+    assert not ready.cluster_protected
+    assert not ready.pools_protected
+    assert not ready.deletion_protection
+    assert ready.policy.protect
+    assert ready.policy.retain_on_delete
+    assert ready.cluster_allowed_to_go
+    assert ready.pools_allowed_to_go
+    (msg,) = problems(environment="prod", allowTeardown=True, cluster={"deletionProtection": True})
+    assert msg.startswith("gke-tpu-llm:cluster.deletionProtection: True contradicts allowTeardown")
+    assert make_config(environment="prod", allowTeardown=True, cluster={"deletionProtection": False})
+
+
 def test_config_prefill_must_be_below_target_length() -> None:
     (msg,) = problems(workload={"maxPrefillLength": 2048})
     assert msg.startswith("gke-tpu-llm:workload.maxPrefillLength: 2048 is not below maxTargetLength (2048)")
@@ -227,3 +246,125 @@ def test_config_gcs_fuse_workloads_need_gke_metadata() -> None:
         identity={"bucketRoles": {"models": "roles/storage.objectUser"}},
     )
     assert any(m.startswith("gke-tpu-llm:tpu.workloadMetadata: 'GCE_METADATA' breaks vllm") for m in found)
+
+
+# ---- config as a Pulumi user writes it (namespaces, flat keys) and values that fail only at apply time
+
+
+def full(**values: Any) -> dict[str, Any]:
+    """BASE as full keys (``gke-tpu-llm:tpu``), as a stack file or the Pulumi runtime holds it."""
+    from tests.conftest import BASE
+
+    return {k if k.startswith("gcp:") else f"gke-tpu-llm:{k}": v for k, v in BASE.items()} | values
+
+
+def full_problems(**values: Any) -> list[str]:
+    from components.config import parse_full_config
+
+    with pytest.raises(ConfigError) as info:
+        parse_full_config(full(**values), "test")
+    return [str(v) for v in info.value.violations]
+
+
+def test_config_flat_dotted_key_prints_the_path_commands() -> None:
+    (msg,) = full_problems(**{"gke-tpu-llm:tpu.topology": "4x8"})
+    assert msg.startswith("gke-tpu-llm:tpu.topology: '4x8' is a flat key")
+    assert "pulumi config rm gke-tpu-llm:tpu.topology; then pulumi config set --path 'gke-tpu-llm:tpu.topology' 4x8" in msg
+
+
+def test_config_unknown_namespaces_are_errors_with_did_you_mean() -> None:
+    (msg,) = full_problems(**{"gke-tpu-lm:environment": "prod"})
+    assert msg.startswith("gke-tpu-lm:environment: 'prod' is under the namespace 'gke-tpu-lm'")
+    assert "did you mean gke-tpu-llm:environment?" in msg
+    assert "pulumi config set gke-tpu-llm:environment prod" in msg
+    (msg,) = full_problems(**{"datadog:apiKey": "x"})
+    assert "did you mean" not in msg
+    from components.config import parse_full_config
+
+    ok = full(**{"gcp:zone": "us-east5-b", "kubernetes:context": "c", "pulumi:tags": {"a": "b"}})
+    assert parse_full_config(ok, "test").stack == "test"
+
+
+def test_config_namespace_problems_are_reported_with_the_others() -> None:
+    found = full_problems(**{"gke-tpu-lm:environment": "prod", "gke-tpu-llm:tpu": {"generation": "v6e", "zone": "x"}})
+    assert any(m.startswith("gke-tpu-lm:environment") for m in found)
+    assert any(m.startswith("gke-tpu-llm:tpu.zone") for m in found)
+
+
+def test_config_runtime_loader_sees_every_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pulumi.runtime import config as runtime_config
+
+    from components.config import raw_config_from_runtime
+
+    env = {"gke-tpu-lm:environment": "prod", "gke-tpu-llm:tpu": '{"a": 1}'}
+    monkeypatch.setattr(runtime_config, "get_config_env", lambda: env)
+    raw = raw_config_from_runtime()
+    assert raw["gke-tpu-lm:environment"] == "prod"  # kept, so split_namespaces can report it
+    assert raw["gke-tpu-llm:tpu"] == {"a": 1}  # our structured values are decoded
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ({"workload": {"perDeviceBatchSize": float("inf")}}, "workload.perDeviceBatchSize"),
+        ({"workload": {"reserveFraction": float("nan")}}, "workload.reserveFraction"),
+        ({"workload": {"maxTargetLength": 131073}}, "workload.maxTargetLength"),
+        ({"workload": {"perDeviceBatchSize": 1025}}, "workload.perDeviceBatchSize"),
+        ({"tpu": {"slices": 65}}, "tpu.slices"),
+        ({"workload": {"parallelism": {"tensor": 0}}}, "workload.parallelism.tensor"),
+        ({"workload": {"parallelism": {"tensor": 512}}}, "workload.parallelism.tensor"),
+        ({"workload": {"parallelism": {"mdl": 16}}}, "workload.parallelism.mdl"),
+        ({"cluster": {"version": "2.0"}}, "cluster.version"),
+        ({"cluster": {"version": "1.31.2-gke"}}, "cluster.version"),
+        ({"cluster": {"systemPool": {"machineType": "e2-standard-3"}}}, "cluster.systemPool.machineType"),
+        ({"tpu": {"reservation": "Res_1"}}, "tpu.reservation"),
+        ({"identity": {"serviceAccount": "default"}}, "identity.serviceAccount"),
+        ({"identity": {"namespace": "jobset-system"}}, "identity.namespace"),
+        ({"gcp:region": "mars-north1"}, "gcp:region"),
+    ],
+)
+def test_config_rejects_values_that_would_fail_later(override: dict[str, Any], key: str) -> None:
+    found = problems(**override)
+    prefix = key if key.startswith("gcp:") else f"gke-tpu-llm:{key}"
+    assert any(m.startswith(f"{prefix}: ") for m in found), found
+
+
+def test_config_escape_hatches_accept_what_the_catalogs_do_not_list_yet() -> None:
+    assert make_config(cluster={"systemPool": {"machineType": "n5-standard-4", "allowUndocumentedMachineType": True}})
+    assert make_config(tpu={"reservation": "projects/other-proj-1/reservations/tpu-r1"}).tpu.reservation
+    region: dict[str, Any] = {"gcp:region": "us-east9"}
+    new_region = make_config(**region, tpu={"zone": "us-east9-a", "allowUndocumentedZone": True})
+    assert new_region.region == "us-east9"
+
+
+def test_config_zone_outside_region_is_blamed_on_the_zone_when_topology_is_unset() -> None:
+    (msg,) = problems(tpu={"topology": None, "zone": "us-central1-b"})
+    assert msg.startswith("gke-tpu-llm:tpu.zone: 'us-central1-b' is not in gcp:region us-east5")
+
+
+def test_config_bucket_needs_are_checked_the_same_way_for_every_workload() -> None:
+    vllm = {"tpu": {"topology": "2x4", "machineType": "ct6e-standard-8t"}, "workload": {"kind": "vllm", "model": "llama3.1-70b"}}
+    (msg,) = problems(**vllm, identity={"bucketRoles": {"models": "roles/storage.objectViewer"}})
+    assert msg.startswith("gke-tpu-llm:identity.bucketRoles.models: 'roles/storage.objectViewer' does not let vLLM write")
+    assert "Allowed: roles/storage.objectUser, roles/storage.objectAdmin" in msg
+    ok = make_config(
+        tpu=vllm["tpu"],
+        workload={**vllm["workload"], "vllm": {"bucket": "weights"}},
+        buckets={"models": None, "weights": {"purpose": "w"}},
+        identity={"bucketRoles": {"models": None, "weights": "roles/storage.objectAdmin"}},
+    )
+    assert ok.workload.vllm.bucket == "weights"
+
+
+def test_config_generated_names_are_checked_and_shared_names_detected() -> None:
+    found = problems(buckets={"train_logs": {"purpose": "a"}, "train-logs": {"purpose": "b"}})
+    assert any(m.startswith("gke-tpu-llm:buckets.train-logs: 'test-project-123-test-train-logs'") for m in found)
+    found = problems(identity={"mode": "gsa", "serviceAccount": "tpu-nodes"}, tpu={"workloadMetadata": "GCE_METADATA"})
+    assert any(m.startswith("gke-tpu-llm:identity.serviceAccount: 'tpu-nodes' gives the workload service account") for m in found)
+    with pytest.raises(ConfigError) as info:
+        make_config("kube-llm")
+    (msg,) = (str(v) for v in info.value.violations)
+    assert msg.startswith("gke-tpu-llm:identity.namespace: 'kube-llm' (derived from the stack name 'kube-llm')")
+    assert make_config("kube-llm", identity={"namespace": "llm"}).namespace == "llm"
+    long = make_config("x" * 40, identity={"mode": "gsa"})  # display name would be 40 + 40 + ... bytes
+    assert long.stack == "x" * 40

@@ -23,30 +23,32 @@ def plan_with(tmp_path: Path, stack: str, tpu: dict[str, Any]) -> dict[str, Any]
     return engine.plan_json(engine.plan(engine.read_stack_file(path)))
 
 
-def test_review_topology_change_shows_pool_change_manifest_diff_and_cost_delta(tmp_path: Path) -> None:
+def test_review_topology_change_shows_pool_replacement_manifest_diff_and_cost_delta(tmp_path: Path) -> None:
     base = {"llama-405b": engine.plan_json(planned("llama-405b"))}
     head = {"llama-405b": plan_with(tmp_path, "llama-405b", {"topology": "4x8"})}
     (change,) = compare(base, head)
-    assert [r.name for r in change.added if r.type == "gcp:container/nodePool:NodePool"] == ["tpu-v6e-4x8-0-pool"]
-    assert [r.name for r in change.removed if r.type == "gcp:container/nodePool:NodePool"] == ["tpu-v6e-4x4-0-pool"]
+    assert not [r for r in change.added if r.type == "gcp:container/nodePool:NodePool"]
+    assert not [r for r in change.removed if r.type == "gcp:container/nodePool:NodePool"]
+    assert [r.name for r in change.replaced if r.type == "gcp:container/nodePool:NodePool"] == ["tpu-slice-0-pool"]
     assert change.cost_delta == 16 * 2.70  # 16 more v6e chips at the us-east5 on-demand price
-    assert "deletes NodePool `tpu-v6e-4x4-0-pool`" in change.warnings
+    assert any(w.startswith("replaces NodePool `tpu-slice-0-pool`") for w in change.warnings)
     assert change.manifest_diff  # the Kubernetes layer follows the slice
     comment = render_comment([change])
     assert comment.startswith(COMMENT_MARKER)
-    assert "| `llama-405b` |" in comment
+    assert "| `llama-405b` | dev |" in comment
     assert "+$43.20/h" in comment
     assert "1 × v6e 4x4 (ct6e-standard-4t × 4, 16 chips) → 1 × v6e 4x8 (ct6e-standard-4t × 8, 32 chips)" in comment
     assert "```diff" in comment
 
 
-def test_review_in_place_change_is_not_a_replacement(tmp_path: Path) -> None:
+def test_review_disk_size_change_updates_the_pool_in_place(tmp_path: Path) -> None:
     base = {"llama-405b": engine.plan_json(planned("llama-405b"))}
     head = {"llama-405b": plan_with(tmp_path, "llama-405b", {"diskSizeGb": 200})}
     (change,) = compare(base, head)
     (pool,) = [r for r in change.changed if r.type == "gcp:container/nodePool:NodePool"]
-    assert pool.changed_paths == ["nodeConfig.diskSizeGb"]
-    assert pool.replaces  # disk size is create-only on GKE node pools
+    assert pool.paths == ("nodeConfig.diskSizeGb",)
+    assert pool.op == "update"  # disk_size_gb is updatable on node pools (not ForceNew upstream)
+    assert not change.warnings
     assert change.cost_delta == 0
 
 
