@@ -31,7 +31,7 @@ from pydantic.alias_generators import to_camel
 from components import naming, planner
 from components.catalog import gce
 from components.catalog import tpu as tpu_catalog
-from components.specs.base import Spec, bucket_rules, raise_rules, rule
+from components.specs.base import Spec, bucket_rules, machine_type_rules, raise_rules, rule
 from components.specs.jetstream import JetstreamSpec
 from components.specs.maxtext_ray import MaxTextRaySpec
 from components.specs.saxml import SaxmlSpec
@@ -132,20 +132,8 @@ class SystemPoolSpec(Spec):
 
     @model_validator(mode="after")
     def _catalog(self) -> SystemPoolSpec:
-        if not self.allow_undocumented_machine_type and self.machine_type not in gce.MACHINE_TYPES:
-            close = gce.close_machine_types(self.machine_type)
-            raise_rules(
-                [
-                    rule(
-                        "machineType",
-                        self.machine_type,
-                        "is not a Compute Engine machine type in the catalog"
-                        + (f" (did you mean {' or '.join(close)}?)" if close else ""),
-                        gce.describe_machine_types(self.machine_type),
-                        "use a listed CPU machine type, or set allowUndocumentedMachineType: true if Google offers it now",
-                    )
-                ]
-            )
+        if not self.allow_undocumented_machine_type:
+            raise_rules(machine_type_rules(self.machine_type, "allowUndocumentedMachineType"))
         return self
 
 

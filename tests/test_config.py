@@ -298,7 +298,11 @@ def test_config_runtime_loader_sees_every_namespace(monkeypatch: pytest.MonkeyPa
 
     env = {"gke-tpu-lm:environment": "prod", "gke-tpu-llm:tpu": '{"a": 1}'}
     monkeypatch.setattr(runtime_config, "get_config_env", lambda: env)
-    raw = raw_config_from_runtime()
+    token = runtime_config.CONFIG.set({})  # not the config of an earlier offline run in this process
+    try:
+        raw = raw_config_from_runtime()
+    finally:
+        runtime_config.CONFIG.reset(token)
     assert raw["gke-tpu-lm:environment"] == "prod"  # kept, so split_namespaces can report it
     assert raw["gke-tpu-llm:tpu"] == {"a": 1}  # our structured values are decoded
 

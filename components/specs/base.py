@@ -96,6 +96,25 @@ def bucket_rules(needs: tuple[BucketNeed, ...], buckets: Any, roles: Any) -> lis
     return rules
 
 
+def machine_type_rules(machine_type: str, escape_key: str) -> list[dict[str, Any]]:
+    """A CPU ``machineType`` not in the Compute Engine catalog, with near misses and the escape
+    hatch ``escape_key`` (for machine types Google adds before the catalog does)."""
+    from components.catalog import gce
+
+    if machine_type in gce.MACHINE_TYPES:
+        return []
+    close = gce.close_machine_types(machine_type)
+    return [
+        rule(
+            "machineType",
+            machine_type,
+            "is not a Compute Engine machine type in the catalog" + (f" (did you mean {' or '.join(close)}?)" if close else ""),
+            gce.describe_machine_types(machine_type),
+            f"use a listed CPU machine type, or set {escape_key}: true if Google offers it now",
+        )
+    ]
+
+
 def rule(path: str, value: Any, problem: str, allowed: str, fix: str) -> dict[str, Any]:
     """A violation relative to the spec being validated (path is dotted, in stack-file spelling)."""
     return {"path": path, "value": value, "problem": problem, "allowed": allowed, "fix": fix}

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from components.catalog import gce
-from components.specs.base import BucketNeed, PinnedImage, Spec, raise_rules, rule
+from components.specs.base import BucketNeed, PinnedImage, Spec, machine_type_rules, raise_rules, rule
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -132,20 +132,8 @@ class CheckpointConversionSpec(Spec):
 
     @model_validator(mode="after")
     def _catalog(self) -> CheckpointConversionSpec:
-        if not self.allow_undocumented and self.machine_type not in gce.MACHINE_TYPES:
-            close = gce.close_machine_types(self.machine_type)
-            raise_rules(
-                [
-                    rule(
-                        "machineType",
-                        self.machine_type,
-                        "is not a Compute Engine machine type in the catalog"
-                        + (f" (did you mean {' or '.join(close)}?)" if close else ""),
-                        gce.describe_machine_types(self.machine_type),
-                        "use a listed machine type, or set allowUndocumented: true if Google offers it now",
-                    )
-                ]
-            )
+        if not self.allow_undocumented:
+            raise_rules(machine_type_rules(self.machine_type, "allowUndocumented"))
         return self
 
 
