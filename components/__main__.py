@@ -196,6 +196,58 @@ def _stack_file(args: argparse.Namespace) -> engine.StackFile:
     return _read_stack_file(path)
 
 
+def _json_document(path: str) -> dict[str, Any]:
+    """A JSON object from ``path``; anything else is a ``DocumentError`` naming the file."""
+    from components.review import DocumentError
+
+    try:
+        document = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DocumentError(f"{path}: cannot read a JSON document ({error})") from None
+    if not isinstance(document, dict):
+        raise DocumentError(f"{path}: expected a JSON object (a plan or a `pulumi stack export`), got {type(document).__name__}")
+    return document
+
+
+def _review(base_path: str, head_path: str, stack: str | None) -> int:
+    from components.review import REFUSED_EXIT, DocumentError, compare, load_side, render_comment
+
+    try:
+        base = load_side(_json_document(base_path), stack, path=base_path)
+        head = load_side(_json_document(head_path), None, path=head_path)
+        if stack is not None and stack not in head:
+            raise DocumentError(f"{head_path}: has no plan of stack {stack!r} (it has: {', '.join(sorted(head)) or 'none'})")
+        try:
+            changes = compare(base, head)
+        except (KeyError, TypeError, AttributeError, ValueError) as error:
+            # A hand-edited or foreign file that passed the shape check: say so, never a traceback.
+            raise DocumentError(f"{base_path} / {head_path}: not plans this command understands ({error!r})") from None
+    except DocumentError as error:
+        print(f"review: {error}", file=sys.stderr)
+        return 2
+    print(render_comment(changes), end="")
+    refused = [c.stack for c in changes if c.refused]
+    if refused:
+        print(f"refused: {', '.join(refused)} (see the comment for what must land first)", file=sys.stderr)
+        return REFUSED_EXIT
+    return 0
+
+
+def _teardown_state(state_path: str, stack: str | None) -> int:
+    from components.review import DocumentError, load_side
+    from components.steps import from_state
+    from components.teardown import plan_teardown, render
+
+    try:
+        (export,) = load_side(_json_document(state_path), stack or "the stack", path=state_path, state_only=True).values()
+        teardown = plan_teardown(from_state(export))
+    except DocumentError as error:
+        print(f"teardown: {error}", file=sys.stderr)
+        return 2
+    print(render(stack or "the stack", "from its state", teardown), end="")
+    return 2 if teardown.blockers else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -226,24 +278,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     review.add_argument("--stack", help="the stack a `pulumi stack export` base belongs to")
     args = parser.parse_args(argv)
     if args.command == "review":
-        from components.review import REFUSED_EXIT, compare, load_side, render_comment
-
-        base, head = (load_side(json.loads(Path(p).read_text()), args.stack) for p in (args.base, args.head))
-        changes = compare(base, head)
-        print(render_comment(changes), end="")
-        refused = [c.stack for c in changes if c.refused]
-        if refused:
-            print(f"refused: {', '.join(refused)} (see the comment for what must land first)", file=sys.stderr)
-            return REFUSED_EXIT
-        return 0
+        return _review(args.base, args.head, args.stack)
     if args.command == "teardown" and args.state:
-        from components.steps import from_state
-        from components.teardown import plan_teardown, render
-
-        export = json.loads(Path(args.state).read_text())
-        teardown = plan_teardown(from_state(export))
-        print(render(args.stack or "the stack", "from its state", teardown), end="")
-        return 2 if teardown.blockers else 0
+        return _teardown_state(args.state, args.stack)
     if args.command == "docs":
         from components.docs import update_readme
 
@@ -258,6 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else [_stack_file(args)]
     )
     all_plans: dict[str, Any] = {}
+    status = 0
     for stack_file in stack_files:
         for key in stack_file.placeholders:
             print(
@@ -276,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             teardown = plan_teardown_of(engine.plan_json(result))
             print(render(result.stack, result.config.environment.value, teardown), end="")
             if teardown.blockers:
-                return 2
+                status = 2  # every stack is still shown
         elif args.command == "plan":
             if args.json and args.all:
                 all_plans[result.stack] = engine.plan_json(result)
@@ -291,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{result.stack}: wrote {len(written)} manifest(s) to {where}")
     if all_plans:
         print(json.dumps(all_plans, indent=1))
-    return 0
+    return status
 
 
 if __name__ == "__main__":

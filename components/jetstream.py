@@ -115,6 +115,10 @@ class CheckpointConversion(pulumi.ComponentResource):
         self.register_outputs({"pool_name": self.pool_name, "output_path": self.output_path})
 
 
+LWS_IMMUTABLE = "spec.leaderWorkerTemplate.subGroupPolicy"
+"""LeaderWorkerSet field the LWS admission webhook keeps immutable (see ``JetstreamServer``)."""
+
+
 class JetstreamServer(pulumi.ComponentResource):
     """LWS controller + the JetStream/Pathways LeaderWorkerSet + its ClusterIP Service."""
 
@@ -154,7 +158,15 @@ class JetstreamServer(pulumi.ComponentResource):
             ),
             f"{name}-lws",
             pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=[self.controller.release, identity.service_account])
+                k8s_opts,
+                pulumi.ResourceOptions(
+                    depends_on=[self.controller.release, identity.service_account],
+                    # The LWS webhook refuses to change, add or remove subGroupPolicy on a live
+                    # LeaderWorkerSet (lws v0.10.0 pkg/webhooks/leaderworkerset_webhook.go
+                    # ValidateUpdate); a disaggregated slice-shape change must recreate it instead of
+                    # failing the update half-way, after the pools were already replaced.
+                    replace_on_changes=[LWS_IMMUTABLE],
+                ),
             ),
         )
         k8s_objects.create(

@@ -288,12 +288,11 @@ K8S_NOT_OBJECTS = frozenset(
 
 K8S_PROVIDER = "pulumi:providers:kubernetes"
 
-PROVIDER_REPLACES_DEPENDENTS = True
-"""A replaced provider replaces every resource that uses it: the engine diffs the provider
-reference first and, if the new provider's DiffConfig reports a replacement, returns a replace with
-ReplaceKeys ``provider`` without asking the resource's own Diff (ENGINE ``providerChanged`` and
-``diff``). A cluster replacement makes the kubeconfig unknown at preview, which DiffConfig always
-treats as a replacement, so every in-cluster object is replaced with it."""
+# A replaced provider replaces every resource that uses it (steps._cascade applies it): the engine
+# diffs the provider reference first and, if the new provider's DiffConfig reports a replacement,
+# returns a replace with ReplaceKeys ``provider`` without asking the resource's own Diff (ENGINE
+# ``providerChanged`` and ``diff``). A cluster replacement makes the kubeconfig unknown at preview,
+# which DiffConfig always treats as a replacement, so every in-cluster object is replaced with it.
 
 PROVIDER_DELETES_FIRST = frozenset({"gcp:projects/iAMMember:IAMMember"})
 """GCP types whose provider asks for delete-before-replace (pulumi-gcp provider/resources.go:939

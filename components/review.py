@@ -98,7 +98,7 @@ def compare_stack(stack: str, base: Mapping[str, Any] | None, head: Mapping[str,
     base_is_state = base is not None and step_model.is_state_export(base)
     old = step_model.from_state(base) if base is not None and base_is_state else step_model.from_plan(base)
     region = (head or {}).get("region") or (None if base_is_state else (base or {}).get("region"))
-    prediction = step_model.predict(old, step_model.from_plan(head), base_is_state=base_is_state, region=region)
+    prediction = step_model.predict(old, step_model.from_plan(head), region=region)
     plan_base = None if base_is_state else base
     diff = "".join(difflib.unified_diff(_manifest_text(plan_base), _manifest_text(head), f"base/{stack}", f"head/{stack}"))
     environment = str((head or {}).get("environment") or (plan_base or {}).get("environment") or "unknown")
@@ -156,7 +156,7 @@ def _steps_section(c: StackChange) -> list[str]:
             "",
             f"**TPU capacity during the rollout:** {r.chips_before} chips ({_money(r.usd_before)}) → peak "
             f"{r.chips_peak} chips ({_money(r.usd_peak)}) → {r.chips_after} chips ({_money(r.usd_after)}); "
-            f"quota needed: {r.chips_peak} chips.",
+            f"TPU quota needed at the peak: {', '.join(f'{n} {kind} chips' for kind, n in r.quota_peak.items())}.",
         ]
     return lines
 
@@ -172,9 +172,10 @@ def _refusal(c: StackChange) -> list[str]:
     lines = ["> [!CAUTION]", f"> **Refused.** {head}."]
     for b in blockers:
         lines += [f"> - {b.why}.", f">   **Land first:** {b.fix}."]
-    lines.append(
-        "> Split the change: the step that lifts protection, alone (review, merge, `pulumi up`), then the change itself."
-    )
+    if any(b.step.type != step_model.BUCKET for b in blockers):
+        lines.append(
+            "> Split the change: the step that lifts protection, alone (review, merge, `pulumi up`), then the change itself."
+        )
     return lines
 
 
@@ -218,13 +219,34 @@ def render_comment(changes: list[StackChange]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_side(document: Mapping[str, Any], stack: str | None = None) -> dict[str, Any]:
+class DocumentError(ValueError):
+    """A review or teardown input that is not a plan or a state export; the message names the file."""
+
+
+def _check_resources(resources: Any, where: str, required: tuple[str, ...]) -> None:
+    if not isinstance(resources, list) or not all(
+        isinstance(r, Mapping) and all(isinstance(r.get(k), str) for k in required) for r in resources
+    ):
+        raise DocumentError(f"{where}: `resources` must be a list of objects with {', '.join(required)}")
+
+
+def load_side(
+    document: Mapping[str, Any], stack: str | None = None, *, path: str = "", state_only: bool = False
+) -> dict[str, Any]:
     """``plan --all --json`` as is; a single ``plan STACK --json`` or a ``pulumi stack export`` keyed by
-    its stack (``stack`` names the stack of an export)."""
+    its stack (``stack`` names the stack of an export). Checks the shape, so a wrong file is a
+    ``DocumentError`` naming it, never a traceback."""
+    where = path or "input"
     if step_model.is_state_export(document):
         if not stack:
-            raise ValueError("a `pulumi stack export` base needs --stack NAME")
+            raise DocumentError(f"{where}: a `pulumi stack export` needs --stack NAME (the stack it was exported from)")
+        _check_resources(document["deployment"].get("resources") or [], where, ("urn", "type"))
         return {stack: dict(document)}
-    if "resources" in document and "stack" in document:
-        return {str(document["stack"]): dict(document)}
-    return dict(document)
+    if state_only:
+        raise DocumentError(f"{where}: expected a `pulumi stack export` document (with a `deployment` object)")
+    plans = {str(document["stack"]): document} if "resources" in document and "stack" in document else document
+    for name, plan in plans.items():
+        if not isinstance(plan, Mapping):
+            raise DocumentError(f"{where}: `{name}` is not a plan (`python -m components plan --all --json` output)")
+        _check_resources(plan.get("resources", []), f"{where}: {name}", ("urn", "type", "name"))
+    return {str(k): dict(v) for k, v in plans.items()}

@@ -38,8 +38,8 @@ Op = Literal["create", "update", "replace", "delete"]
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
 BUCKET = "gcp:storage/bucket:Bucket"
-K8S_PROVIDER = "pulumi:providers:kubernetes"
-GUARDED_TYPES = (NODE_POOL, CLUSTER, BUCKET)
+K8S_PROVIDER = replacement.K8S_PROVIDER
+GUARDED_TYPES = replacement.CAPACITY_TYPES | replacement.DATA_TYPES
 """Deleting or replacing these loses scarce capacity, the whole environment or data."""
 
 _SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
@@ -66,6 +66,24 @@ class Res:
     aliases: tuple[str, ...] = ()
     dependencies: tuple[str, ...] = ()
     provider: str | None = None
+    defaults: frozenset[str] = frozenset()
+    """Input paths the provider filled in itself (a state's ``__defaults``), not the program."""
+
+
+def _strip_defaults(inputs: Mapping[str, Any], prefix: str = "") -> tuple[dict[str, Any], set[str]]:
+    """Inputs without the bridge's ``__defaults`` markers, and the paths those markers name (each
+    object of a bridged provider's state lists the keys it defaulted)."""
+    out: dict[str, Any] = {}
+    defaults = {f"{prefix}{k}" for k in inputs.get("__defaults") or () if isinstance(k, str)}
+    for key, value in inputs.items():
+        if key == "__defaults":
+            continue
+        if isinstance(value, Mapping) and value.get(_SECRET_SIG_KEY) is None:
+            out[key], inner = _strip_defaults(value, f"{prefix}{key}.")
+            defaults |= inner
+        else:
+            out[key] = value
+    return out, defaults
 
 
 def canonical_urns(resources: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -126,6 +144,7 @@ def from_state(export: Mapping[str, Any]) -> list[Res]:
             continue
         urn = str(r["urn"])
         provider_ref = str(r.get("provider") or "")
+        inputs, defaults = _strip_defaults(r.get("inputs") or {})
         out.append(
             Res(
                 urn=urn,
@@ -133,7 +152,8 @@ def from_state(export: Mapping[str, Any]) -> list[Res]:
                 name=urn.rsplit("::", 1)[-1],
                 parent=str(r.get("parent") or ""),
                 custom=bool(r.get("custom", False)),
-                inputs={k: v for k, v in (r.get("inputs") or {}).items() if k != "__defaults"},
+                inputs=inputs,
+                defaults=frozenset(defaults),
                 protect=bool(r.get("protect")),
                 retain_on_delete=bool(r.get("retainOnDelete")),
                 delete_before_replace=bool(r.get("deleteBeforeReplace")),
@@ -172,18 +192,20 @@ def _ignored(path: str, ignore_changes: Iterable[str]) -> bool:
     return False
 
 
-def changed_paths(old: Res, new: Res, *, lenient: bool = False) -> list[str]:
+def changed_paths(old: Res, new: Res) -> list[str]:
     """Input paths whose values differ (an object added or removed is its own path), with
-    ``new.ignore_changes`` left out. ``lenient`` (the old side is real state): a path missing on
-    one side is a provider default, and a secret (ciphertext in the state) is never compared."""
+    ``new.ignore_changes`` left out. When the old side is real state: a value the provider
+    defaulted there (``__defaults``) and the program does not set is no change, and a secret
+    (ciphertext in the state) is never compared."""
     paths = []
     for path in replacement.input_changes(old.inputs, new.inputs):
         if _ignored(path, new.ignore_changes):
             continue
-        if lenient:
-            (in_old, a), (in_new, b) = _lookup(old.inputs, path), _lookup(new.inputs, path)
-            if not (in_old and in_new) or _is_secret(a) or _is_secret(b):
-                continue
+        (_, a), (in_new, b) = _lookup(old.inputs, path), _lookup(new.inputs, path)
+        if _is_secret(a) or _is_secret(b):
+            continue
+        if not in_new and path in old.defaults:
+            continue
         paths.append(path)
     return paths
 
@@ -247,6 +269,8 @@ class Rollout:
     usd_before: float | None
     usd_peak: float | None
     usd_after: float | None
+    quota_peak: Mapping[str, int] = field(default_factory=dict)
+    """Peak chips per TPU quota (generation and on-demand or preemptible): quota is granted per kind."""
 
 
 @dataclass
@@ -278,9 +302,10 @@ class _Pair:
 def _cascade(pairs: Sequence[_Pair]) -> None:
     """Replacements that follow another: the Kubernetes provider of a replaced cluster (its
     kubeconfig is unknown until the new cluster exists, which DiffConfig treats as a replacement),
-    every object that provider manages (the engine replaces a resource whose provider is replaced),
-    and the node pools of a replaced cluster (their ``cluster`` input is ForceNew; the cluster is
-    deleted first, so its dependents are deleted before it)."""
+    every resource that provider manages, objects and Helm releases alike (the engine replaces a
+    resource whose provider is replaced), and the node pools of a replaced cluster (their
+    ``cluster`` input is ForceNew). The cluster is replaced delete-first, so everything depending
+    on it is deleted before it, even a pool that its own change already replaces (``cause``)."""
     by_urn = {p.new.urn: p for p in pairs}
     changed = True
     while changed:
@@ -288,19 +313,40 @@ def _cascade(pairs: Sequence[_Pair]) -> None:
         replaced = {p.new.urn for p in pairs if p.forced}
         providers = {p.new.name: p.new.urn for p in pairs if p.forced and p.new.type == K8S_PROVIDER}
         for p in pairs:
-            if p.forced:
+            if p.cause is not None:
                 continue
             clusters = [d for d in p.new.dependencies if d in replaced and by_urn[d].new.type == CLUSTER]
             if p.new.type in (K8S_PROVIDER, NODE_POOL) and clusters:
-                p.forced, p.cause = [f"its cluster `{by_urn[clusters[0]].new.name}` is replaced"], clusters[0]
-            elif replacement.is_k8s_object(p.new.type) and p.new.provider in providers:
-                p.forced, p.cause = ["its Kubernetes provider is replaced (new cluster)"], providers[p.new.provider]
+                reason, cause = f"its cluster `{by_urn[clusters[0]].new.name}` is replaced", clusters[0]
+            elif p.new.provider in providers:
+                reason, cause = "its Kubernetes provider is replaced (new cluster)", providers[p.new.provider]
             else:
                 continue
+            p.forced, p.cause = [*p.forced, reason], cause
             changed = True
 
 
-def predict(base: Sequence[Res], head: Sequence[Res], *, base_is_state: bool = False, region: str | None = None) -> Prediction:
+def topological(resources: Sequence[Res]) -> dict[str, int]:
+    """URN -> position in an order where every resource comes after its parent, its dependencies
+    and its provider (the order the engine can run creates and updates in; deletes run reversed)."""
+    by_urn = {r.urn: r for r in resources}
+    providers = {r.name: r.urn for r in resources if r.type.startswith("pulumi:providers:")}
+    order: dict[str, int] = {}
+
+    def visit(urn: str, seen: frozenset[str]) -> None:
+        res = by_urn.get(urn)
+        if res is None or urn in order or urn in seen:
+            return
+        for dep in sorted({res.parent, *res.dependencies, providers.get(res.provider or "", "")} - {""}):
+            visit(dep, seen | {urn})
+        order[urn] = len(order)
+
+    for urn in sorted(by_urn):
+        visit(urn, frozenset())
+    return order
+
+
+def predict(base: Sequence[Res], head: Sequence[Res], *, region: str | None = None) -> Prediction:
     """The steps ``pulumi up`` runs to go from ``base`` (a plan or the state) to ``head``."""
     old_by_urn = {r.urn: r for r in base}
     matched: dict[str, Res] = {}  # head urn -> old resource
@@ -317,7 +363,7 @@ def predict(base: Sequence[Res], head: Sequence[Res], *, base_is_state: bool = F
     for new in head:
         old = matched.get(new.urn)
         if new.custom and old is not None:
-            paths = changed_paths(old, new, lenient=base_is_state)
+            paths = changed_paths(old, new)
             pairs.append(_Pair(old, new, paths, replacement.replacing_paths(new.type, paths, new.replace_on_changes)))
     _cascade(pairs)
 
@@ -349,6 +395,9 @@ def predict(base: Sequence[Res], head: Sequence[Res], *, base_is_state: bool = F
         if old.custom and old.urn not in claimed:
             steps.append(Step("delete", old.urn, old.type, old.name, protected=old.protect, retained=old.retain_on_delete))
 
+    # Creates, updates and replacements in dependency order; deletes last, dependents first.
+    ahead, behind = topological(head), topological(base)
+    steps.sort(key=lambda s: (1, -behind.get(s.urn, 0)) if s.op == "delete" else (0, ahead.get(s.urn, 0)))
     prediction = Prediction(steps=steps, state_only=state_only)
     new_by_urn = {r.urn: r for r in head}
     prediction.blockers = _blockers(prediction.steps, old_by_urn, matched, new_by_urn, causes)
@@ -467,6 +516,24 @@ def pool_chips(res: Res) -> int:
     return int(nodes) * found[1]
 
 
+def pool_quota(res: Res) -> str | None:
+    """The TPU quota a pool draws on (``v6e on-demand``, ``v5e preemptible``), None for CPU pools."""
+    node_config = res.inputs.get("nodeConfig") or {}
+    found = _TPU_MACHINES.get(str(node_config.get("machineType")))
+    if res.type != NODE_POOL or found is None:
+        return None
+    return f"{found[0].name} {'preemptible' if node_config.get('spot') else 'on-demand'}"
+
+
+def _by_quota(pools: Iterable[Res]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for res in pools:
+        kind = pool_quota(res)
+        if kind is not None:
+            out[kind] = out.get(kind, 0) + pool_chips(res)
+    return out
+
+
 def pool_usd_per_hour(res: Res, region: str | None) -> float | None:
     chips = pool_chips(res)
     if not chips:
@@ -511,4 +578,6 @@ def rollout(base: Sequence[Res], head: Sequence[Res], prediction: Prediction, *,
     usd_after = _sum(pool_usd_per_hour(r, region) for r in after)
     usd_peak_set = _sum(pool_usd_per_hour(r, region) for r in peak_set)
     usd_peak = None if usd_before is None or usd_peak_set is None else max(usd_before, usd_peak_set)
-    return Rollout(chips_before, chips_peak, chips_after, usd_before, usd_peak, usd_after)
+    quota_before, quota_peak_set = _by_quota(before), _by_quota(peak_set)
+    quota = {k: max(quota_before.get(k, 0), quota_peak_set.get(k, 0)) for k in sorted(set(quota_before) | set(quota_peak_set))}
+    return Rollout(chips_before, chips_peak, chips_after, usd_before, usd_peak, usd_after, quota)

@@ -17,7 +17,7 @@ and after the destroy, on the state, it lists what stayed. Pure functions; no Pu
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from components import steps as step_model
@@ -44,12 +44,16 @@ class Item:
 class TeardownPlan:
     destroyed: list[Item]
     retained: list[Item]
+    """Kept in the cloud and in the stack (protected, or a dependency of a protected resource)."""
     blockers: list[str]
     """Protected resources a teardown must remove: land ``allowTeardown`` first."""
+    released: list[Item] = field(default_factory=list)
+    """Removed from the stack but not deleted (``retainOnDelete``, e.g. the controllers' CRDs)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "destroyed": [vars(i) for i in self.destroyed],
+            "released": [vars(i) for i in self.released],
             "retained": [vars(i) for i in self.retained],
             "blockers": list(self.blockers),
         }
@@ -88,7 +92,10 @@ def _kept(resources: Sequence[step_model.Res]) -> set[str]:
 
 def plan_teardown(resources: Sequence[step_model.Res]) -> TeardownPlan:
     kept = _kept(resources)
-    destroyed = [Item(r.type, r.name, _physical(r)) for r in resources if r.custom and r.urn not in kept]
+    order = step_model.topological(resources)  # the engine deletes dependents first
+    gone = sorted((r for r in resources if r.custom and r.urn not in kept), key=lambda r: -order.get(r.urn, 0))
+    destroyed = [Item(r.type, r.name, _physical(r)) for r in gone if not r.retain_on_delete]
+    released = [Item(r.type, r.name, _physical(r)) for r in gone if r.retain_on_delete]
     retained = [Item(r.type, r.name, _physical(r)) for r in resources if r.custom and r.urn in kept]
     blockers = [
         f"{r.type.rsplit(':', 1)[-1]} `{_physical(r) or r.name}` is protected"
@@ -100,7 +107,7 @@ def plan_teardown(resources: Sequence[step_model.Res]) -> TeardownPlan:
         for r in resources
         if r.type == step_model.CLUSTER and r.inputs.get("deletionProtection") is True and not r.protect
     ]
-    return TeardownPlan(destroyed, retained, blockers)
+    return TeardownPlan(destroyed, retained, blockers, released)
 
 
 def plan_teardown_of(plan: Mapping[str, Any]) -> TeardownPlan:
@@ -115,11 +122,15 @@ def render(stack: str, environment: str, plan: TeardownPlan) -> str:
         lines += [f"  - {b}" for b in plan.blockers]
         lines.append(
             "land `gke-tpu-llm:allowTeardown: true` in a reviewed change and run `pulumi up` first (it lifts "
-            "protection from the cluster and TPU pools and GKE deletion protection, in place; buckets stay protected)"
+            "protection from the cluster and TPU pools and GKE deletion protection, in place; buckets stay protected); "
+            "remove it again before the stack is ever brought back up"
         )
         return "\n".join(lines) + "\n"
     lines.append(f"destroyed ({len(plan.destroyed)}):")
     lines += [f"  - {i}" for i in plan.destroyed]
+    if plan.released:
+        lines.append(f"removed from the stack, not deleted (retainOnDelete) ({len(plan.released)}):")
+        lines += [f"  - {i}" for i in plan.released]
     lines.append(f"retained in GCP and in the stack ({len(plan.retained)}):")
     lines += [f"  - {i}" for i in plan.retained] or ["  - nothing"]
     return "\n".join(lines) + "\n"

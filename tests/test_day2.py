@@ -93,6 +93,7 @@ def test_dev_topology_change_replaces_one_pool_delete_before_replace() -> None:
     assert "### `llama-405b` (dev)" in comment
     assert "replace NodePool `tpu-slice-0-pool` (delete, then create" in comment
     assert "peak 32 chips ($86.40/h)" in comment
+    assert "TPU quota needed at the peak: 32 v6e on-demand chips" in comment
     assert "replaces NodePool `tpu-slice-0-pool`" in comment
 
 
@@ -139,7 +140,11 @@ def test_machine_type_layout_change_replaces_each_pool_in_place_of_itself() -> N
     assert not pools(change.prediction, "delete")
     rollout = change.prediction.rollout
     assert rollout is not None
-    assert rollout.chips_peak == 16
+    assert rollout.chips_peak == 16  # never both layouts at once
+    # The LWS webhook keeps subGroupPolicy immutable: the LeaderWorkerSet is recreated, not patched.
+    (lws,) = [s for s in change.prediction.of("replace") if s.type.endswith(":LeaderWorkerSet")]
+    assert lws.replacing == ("spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize",)
+    assert lws.delete_first
 
 
 # ---------------------------------------------------------------- prod: protection
@@ -236,6 +241,14 @@ def test_cluster_replacement_replaces_its_provider_and_every_object() -> None:
     assert steps.CLUSTER in replaced
     assert steps.K8S_PROVIDER in replaced
     assert "kubernetes:apps/v1:Deployment" in replaced
+    by_name = {s.name: s for s in change.prediction.steps}
+    # Deleted before the cluster (its dependents), even the system pool its own location change replaces.
+    assert by_name["llama-70b-system"].op == "replace"
+    assert by_name["llama-70b-system"].delete_first
+    dev = compare_stack("llama-405b", base("llama-405b"), variant("llama-405b", cluster__locationType="zonal"))
+    release = {s.name: s for s in dev.prediction.steps}["lws-release"]
+    assert release.op == "replace"  # every resource of a replaced provider, Helm releases too
+    assert "its Kubernetes provider is replaced (new cluster)" in release.replacing
     prod = compare_stack(
         "llama-405b-prod", base("llama-405b-prod"), variant("llama-405b-prod", cluster__locationType="zonal")
     )
@@ -263,6 +276,10 @@ def state_export(plan: dict[str, Any]) -> dict[str, Any]:
     for r in plan["resources"]:
         opts = r["options"]
         inputs = _encrypted(r["inputs"]) | {"__defaults": []}
+        if r["type"] == steps.NODE_POOL:
+            # What the bridge adds at Check: provider defaults, each listed in its object's __defaults.
+            node_config = dict(inputs["nodeConfig"]) | {"diskType": "pd-balanced", "__defaults": ["diskType"]}
+            inputs |= {"nodeConfig": node_config, "maxPodsPerNode": 110, "__defaults": ["maxPodsPerNode"]}
         entry: dict[str, Any] = {
             "urn": r["urn"],
             "custom": r["custom"],
@@ -287,6 +304,22 @@ def test_review_against_the_stack_state_refuses_a_one_step_prod_change(tmp_path:
     assert main(args) == 2
     same = compare({"llama-405b-prod": state_export(base("llama-405b-prod"))}, {"llama-405b-prod": base("llama-405b-prod")})
     assert all(not c.prediction.steps for c in same)  # provider defaults in the state are not changes
+
+
+@pytest.mark.parametrize(
+    ("changes", "forced"),
+    [
+        ({"tpu__spot": True}, "nodeConfig.spot"),
+        ({"tpu__reservation": "my-tpu-reservation"}, "nodeConfig.reservationAffinity"),
+        ({"tpu__threadsPerCore": 1}, "nodeConfig.advancedMachineFeatures"),
+    ],
+)
+def test_review_against_state_sees_an_input_the_program_starts_setting(changes: dict[str, Any], forced: str) -> None:
+    """A state holds only what the program set (plus listed defaults): a newly set input that
+    forces a new pool is a replacement, not a "provider default"."""
+    change = compare_stack("llama-405b", state_export(base("llama-405b")), variant("llama-405b", **changes))
+    (pool,) = pools(change.prediction, "replace")
+    assert forced in pool.replacing
 
 
 # ---------------------------------------------------------------- teardown
@@ -326,7 +359,53 @@ def test_prod_teardown_destroys_everything_but_the_buckets(tmp_path: Path, capsy
     assert plan_teardown(steps.from_state(after)).retained
 
 
+@pytest.mark.parametrize(
+    ("content", "extra", "message"),
+    [
+        ("", [], "cannot read a JSON document"),
+        ("[]", [], "expected a JSON object"),
+        ("null", [], "expected a JSON object"),
+        ('{"deployment": {"resources": []}}', [], "needs --stack NAME"),
+        ('{"deployment": {"resources": [{"type": "x"}]}}', ["--stack", "s"], "must be a list of objects with urn, type"),
+        ('{"s": 1}', [], "`s` is not a plan"),
+        ('{"s": {"resources": [{"urn": "u", "type": "t", "name": "n", "options": 5}]}}', [], "not plans this command"),
+    ],
+)
+def test_review_cli_rejects_files_that_are_not_plans(
+    tmp_path: Path, capsys: Any, content: str, extra: list[str], message: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"s": {"resources": []}}))
+    assert main(["review", str(bad), str(good), *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert str(bad) in err
+
+
+def test_review_cli_rejects_a_stack_the_head_has_not(tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "state.json").write_text(json.dumps(state_export(base("llama-405b"))))
+    (tmp_path / "head.json").write_text(json.dumps(base("llama-405b")))
+    assert main(["review", str(tmp_path / "state.json"), str(tmp_path / "head.json"), "--stack", "llama-405b-prod"]) == 2
+    assert "has no plan of stack 'llama-405b-prod'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["", "[]", '{"deployment": null}', '{"llama-405b": {}}'])
+def test_teardown_state_cli_rejects_files_that_are_not_state(tmp_path: Path, capsys: Any, content: str) -> None:
+    (tmp_path / "state.json").write_text(content)
+    assert main(["teardown", "x", "--state", str(tmp_path / "state.json")]) == 2
+    assert "teardown: " in capsys.readouterr().err
+
+
+def test_teardown_all_reports_every_stack_before_refusing(capsys: Any) -> None:
+    assert main(["teardown", "--all"]) == 2
+    out = capsys.readouterr().out
+    assert out.count("teardown of ") == len(engine.list_stacks())
+
+
 def test_dev_teardown_destroys_everything() -> None:
     plan = plan_teardown_of(base("llama-405b"))
+    assert {i.type for i in plan.released} == {"kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"}
     assert not plan.blockers
     assert not plan.retained

@@ -236,7 +236,6 @@ def test_helm_release_replaces_on_its_own_name_and_namespace_only() -> None:
 def test_kubernetes_provider_replacement_cascades() -> None:
     assert rp.replacing_paths(rp.K8S_PROVIDER, ["kubeconfig"]) == ["kubeconfig"]
     assert rp.replacing_paths(rp.K8S_PROVIDER, ["deleteUnreachable", "enableServerSideApply"]) == []
-    assert rp.PROVIDER_REPLACES_DEPENDENTS is True
 
 
 def test_who_asks_for_delete_before_replace() -> None:
