@@ -142,6 +142,12 @@ def print_plan(result: engine.PlanResult) -> None:
         f"spot {money(cost['spot'])}; billed {money(cost['billed'])} — {cost['basis']}"
     )
     console.print(f"{len(result.resources)} resources, {len(result.manifests)} Kubernetes objects")
+    from components.endpoints import endpoints
+
+    for endpoint in endpoints(result.manifests):
+        style = "bold yellow" if endpoint.outside_vpc else "dim"
+        prefix = "warning: " if endpoint.outside_vpc else "endpoint: "
+        console.print(f"[{style}]{prefix}{escape(endpoint.describe())}[/]")
 
 
 def print_capacity(console: Any, capacity: dict[str, Any]) -> None:

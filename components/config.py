@@ -137,6 +137,56 @@ class SystemPoolSpec(Spec):
         return self
 
 
+class ClusterHardeningSpec(Spec):
+    shielded_nodes: bool = Field(
+        True,
+        description="Shielded GKE nodes (verifiable node identity and boot integrity; CIS GKE 6.5.5). Defaults to on "
+        "because it is GKE's default and costs nothing; off only for an image that cannot boot shielded.",
+    )
+    private_nodes: bool = Field(
+        False,
+        description="Nodes get internal IP addresses only. Defaults to off because the workloads pull images from "
+        "Docker Hub and weights from Hugging Face, and private nodes reach the internet only through Cloud NAT, "
+        "which this stack does not create; turn on where the VPC has Cloud NAT (or only Google-hosted images and "
+        "buckets are used). Updated in place on a live cluster.",
+    )
+    authorized_networks: list[str] | None = Field(
+        None,
+        description="CIDRs allowed to reach the cluster's control-plane endpoint (master authorized networks). "
+        "Unset allows any address, because GitHub-hosted runners and laptops have no fixed ranges and every "
+        "request is still authenticated with Google IAM; set your CI and office ranges to close the endpoint.",
+    )
+    binary_authorization: bool = Field(
+        False,
+        description="Enforce the project's Binary Authorization policy on every pod (PROJECT_SINGLETON_POLICY_ENFORCE). "
+        "Defaults to off because the policy (attestors, allowed registries) is the project owner's to define; with "
+        "Google's default allow-all policy it only adds an audit trail.",
+    )
+
+    @model_validator(mode="after")
+    def _cidrs(self) -> ClusterHardeningSpec:
+        import ipaddress
+
+        rules: list[dict[str, Any]] = []
+        for i, cidr in enumerate(self.authorized_networks or []):
+            try:
+                ipaddress.ip_network(cidr, strict=True)
+            except ValueError:
+                rules.append(rule(f"authorizedNetworks.{i}", cidr, "is not a CIDR network", "e.g. 203.0.113.0/24", "fix it"))
+        if self.authorized_networks is not None and not self.authorized_networks:
+            rules.append(
+                rule(
+                    "authorizedNetworks",
+                    [],
+                    "would lock every client (and pulumi itself) out of the control plane",
+                    "at least one CIDR, or unset",
+                    "list the ranges pulumi and kubectl run from, or remove the key",
+                )
+            )
+        raise_rules(rules)
+        return self
+
+
 class ClusterSpec(Spec):
     name: str | None = Field(
         None,
@@ -170,6 +220,10 @@ class ClusterSpec(Spec):
     )
     system_pool: SystemPoolSpec = Field(
         default_factory=SystemPoolSpec, description="CPU pool for kube-system, controllers and CPU servers."
+    )
+    hardening: ClusterHardeningSpec = Field(
+        default_factory=ClusterHardeningSpec,
+        description="Control-plane and node hardening; every setting here is updated in place on a live cluster.",
     )
 
 
@@ -1099,6 +1153,8 @@ SECRETS: Mapping[str, str] = {
     "hfToken": "Hugging Face access token of an account that accepted the model's license",
     "metaCheckpointUrl": "Meta's signed Llama download URL (from the license e-mail), for the checkpoint "
     "conversion Job (required while workload.jetstream.conversion.enabled is true)",
+    "vllmApiKey": "API key clients of the vLLM endpoint send as `Authorization: Bearer <key>` (required while "
+    "workload.vllm.service.auth is api-key)",
 }
 
 

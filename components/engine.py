@@ -30,6 +30,7 @@ from components import stackfile
 from components.capacity import StackPlan, resolve
 from components.catalog import tpu as tpu_catalog
 from components.config import NAMESPACE, StackConfig, parse_full_config, required_secrets
+from components.endpoints import endpoints
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS_DIR = ROOT / "stacks"
@@ -424,6 +425,7 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         "capacity": result.stack_plan.to_dict(),
         "resources": [r.to_dict() for r in result.resources],
         "manifests": result.manifests,
+        "endpoints": [e.to_dict() for e in endpoints(result.manifests)],
         "outputs": result.outputs,
     }
 

@@ -100,6 +100,28 @@ class GkeCluster(pulumi.ComponentResource):
                 enable_components=["SYSTEM_COMPONENTS"],
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
             ),
+            # Hardening (config.ClusterHardeningSpec): each setting is updated in place on a live cluster.
+            enable_shielded_nodes=spec.hardening.shielded_nodes,
+            private_cluster_config=(
+                gcp.container.ClusterPrivateClusterConfigArgs(enable_private_nodes=True, enable_private_endpoint=False)
+                if spec.hardening.private_nodes
+                else None
+            ),
+            master_authorized_networks_config=(
+                gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+                    cidr_blocks=[
+                        gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=cidr)
+                        for cidr in spec.hardening.authorized_networks
+                    ]
+                )
+                if spec.hardening.authorized_networks
+                else None
+            ),
+            binary_authorization=(
+                gcp.container.ClusterBinaryAuthorizationArgs(evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE")
+                if spec.hardening.binary_authorization
+                else None
+            ),
             resource_labels=config.labels_for(config.cluster_allowed_to_go),
             opts=pulumi.ResourceOptions(
                 parent=self,

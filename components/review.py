@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from components import steps as step_model
+from components.endpoints import warnings as endpoint_warnings
 
 COMMENT_MARKER = "<!-- gke-tpu-llm:plan-review -->"
 """First line of the comment, so the workflow updates its own comment instead of adding more."""
@@ -39,6 +40,7 @@ class StackChange:
     slices_head: list[dict[str, Any]]
     manifest_diff: str
     base_is_state: bool = False
+    head_manifests: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def added(self) -> list[step_model.Step]:
@@ -59,6 +61,11 @@ class StackChange:
     @property
     def refused(self) -> bool:
         return self.prediction.refused
+
+    @property
+    def exposed(self) -> list[str]:
+        """Endpoints of the head reachable from outside the VPC, and who can reach them."""
+        return endpoint_warnings(self.head_manifests)
 
     @property
     def cost_delta(self) -> float | None:
@@ -112,6 +119,7 @@ def compare_stack(stack: str, base: Mapping[str, Any] | None, head: Mapping[str,
         slices_head=list((head or {}).get("slices", [])),
         manifest_diff="" if base_is_state else diff,
         base_is_state=base_is_state,
+        head_manifests=list((head or {}).get("manifests", [])),
     )
 
 
@@ -205,6 +213,8 @@ def render_comment(changes: list[StackChange]) -> str:
             lines += [*_refusal(c), ""]
         for warning in c.warnings:
             lines.append(f"> [!WARNING]\n> This change {warning}.")
+        for endpoint in c.exposed:
+            lines.append(f"> [!WARNING]\n> Endpoint: {endpoint}.")
         if c.slices_base != c.slices_head:
             lines.append(f"- slices: {_slices(c.slices_base)} → {_slices(c.slices_head)}")
         lines += ["", *_steps_section(c)]

@@ -26,6 +26,7 @@ from components.capacity import StackPlan
 from components.gke import GkeCluster
 from components.identity import WorkloadIdentity, principal_member
 from components.render import vllm as render
+from components.specs.vllm import API_KEY_SECRET
 from components.storage import StackBucket
 
 MONITORING_VIEWER = "roles/monitoring.viewer"
@@ -94,6 +95,7 @@ class VllmServer(pulumi.ComponentResource):
         bucket_name: pulumi.Input[str],
         hf_token: pulumi.Output[str],
         adapter: MetricsAdapter | None,
+        api_key: pulumi.Output[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(self.TYPE, name, None, opts)
@@ -104,13 +106,16 @@ class VllmServer(pulumi.ComponentResource):
             # The namespace and KSA come from the identity component.
             return pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[identity, *depends_on])
 
-        secret = k8s_objects.create(render.render_hf_secret(config.stack, namespace, hf_token), f"{name}-hf-token", k8s_opts())
+        secrets = [k8s_objects.create(render.render_hf_secret(config.stack, namespace, hf_token), f"{name}-hf-token", k8s_opts())]
+        if api_key is not None:
+            key_secret = render.render_api_key_secret(config.stack, namespace, api_key)
+            secrets.append(k8s_objects.create(key_secret, f"{name}-api-key", k8s_opts()))
         self.deployment = k8s_objects.create(
             render.render_deployment(
                 stack, namespace=namespace, service_account=identity.service_account_name, bucket_name=bucket_name
             ),
             f"{name}-deployment",
-            k8s_opts([secret]),
+            k8s_opts(secrets),
         )
         self.service = k8s_objects.create(render.render_service(stack, namespace=namespace), f"{name}-service", k8s_opts())
         k8s_objects.create(render.render_pod_monitoring(stack, namespace=namespace), f"{name}-podmonitoring", k8s_opts())
@@ -144,6 +149,8 @@ def deploy(
     config = stack.config
     # Presence and secrecy are checked at config load (VllmSpec.required_secrets).
     hf_token = pulumi.Config("gke-tpu-llm").require_secret("hfToken")
+    auth = config.workload.vllm.service.auth
+    api_key = pulumi.Config("gke-tpu-llm").require_secret(API_KEY_SECRET) if auth == "api-key" else None
     adapter = MetricsAdapter("metrics-adapter", stack, cluster=cluster) if config.workload.vllm.autoscaling.enabled else None
     server = VllmServer(
         "vllm",
@@ -153,6 +160,7 @@ def deploy(
         bucket_name=buckets[config.workload.vllm.bucket].bucket_name,
         hf_token=hf_token,
         adapter=adapter,
+        api_key=api_key,
     )
     namespace = identity.namespace
     return {

@@ -86,7 +86,12 @@ def test_spec_defaults_are_the_seed_images_and_ports() -> None:
         ({"modelServerImage": "us-docker.pkg.dev/x/sax-model-server:latest"}, "modelServerImage", "latest"),
         ({"adminServerImage": "us-docker.pkg.dev/x/sax-admin-server"}, "adminServerImage", "has no tag"),
         ({"publish": {"image": "curlimages/curl"}}, "publish.image", "has no tag"),
-        ({"internalLoadBalancer": False}, "internalLoadBalancer", "every address"),
+        ({"internalLoadBalancer": False}, "internalLoadBalancer", "has no authentication"),
+        (
+            {"internalLoadBalancer": False, "loadBalancerSourceRanges": ["203.0.113.0/24"]},
+            "internalLoadBalancer",
+            "outside the VPC",
+        ),
         ({"loadBalancerSourceRanges": ["10.0.0.0/33"]}, "loadBalancerSourceRanges.0", "not a CIDR"),
         ({"modelServerPort": 10000}, "modelServerPort", "equals adminPort"),
         ({"modelServerPort": 8471}, "modelServerPort", "TPU runtime"),
@@ -102,9 +107,9 @@ def test_spec_rejects_bad_settings_with_the_key(saxml: dict[str, Any], key: str,
     assert problem in text
 
 
-def test_spec_accepts_external_lb_with_source_ranges() -> None:
-    spec = with_saxml(internalLoadBalancer=False, loadBalancerSourceRanges=["203.0.113.0/24"]).config.workload.saxml
-    assert spec.load_balancer_source_ranges == ["203.0.113.0/24"]
+def test_spec_accepts_internal_lb_narrowed_by_source_ranges() -> None:
+    spec = with_saxml(loadBalancerSourceRanges=["10.8.0.0/16"]).config.workload.saxml
+    assert spec.load_balancer_source_ranges == ["10.8.0.0/16"]
 
 
 # ---------------------------------------------------------------- renderers
@@ -186,10 +191,10 @@ def test_render_http_server_and_internal_load_balancer_on_8888() -> None:
     assert svc["spec"]["selector"] == rendered.http_server["spec"]["selector"]["matchLabels"]
 
 
-def test_render_http_service_external_when_opted_out_with_source_ranges() -> None:
-    svc = objs(with_saxml(internalLoadBalancer=False, loadBalancerSourceRanges=["203.0.113.0/24"])).http_service
-    assert "annotations" not in svc["metadata"]
-    assert svc["spec"]["loadBalancerSourceRanges"] == ["203.0.113.0/24"]
+def test_render_http_service_stays_internal_with_source_ranges() -> None:
+    svc = objs(with_saxml(loadBalancerSourceRanges=["10.8.0.0/16"])).http_service
+    assert svc["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+    assert svc["spec"]["loadBalancerSourceRanges"] == ["10.8.0.0/16"]
 
 
 def test_render_publish_job_publishes_the_catalog_servable_with_one_replica_per_slice() -> None:
@@ -216,11 +221,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "seed": {},
     "one-slice": {"tpu": {"slices": 1}},
     "old-jobset": {"controllers": {"jobsetVersion": "0.8.1"}},
-    "external-privileged": {
+    "ranges-privileged": {
         "workload": {
             "saxml": {
-                "internalLoadBalancer": False,
-                "loadBalancerSourceRanges": ["203.0.113.0/24"],
+                "loadBalancerSourceRanges": ["10.8.0.0/16"],
                 "modelServerPrivileged": True,
                 "publish": {"enabled": False},
             }

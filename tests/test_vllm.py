@@ -209,16 +209,32 @@ def test_render_probes_cover_a_70b_first_load() -> None:
     assert container(shorter)["startupProbe"]["failureThreshold"] == 60
 
 
-def test_render_service_external_internal_and_source_ranges() -> None:
-    external = render.render_service(vllm_plan(), namespace="llm")
-    assert external["spec"]["type"] == "LoadBalancer"
-    assert external["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
+def test_render_service_internal_by_default_external_only_with_ranges_and_api_key() -> None:
+    internal = render.render_service(vllm_plan(), namespace="llm")
+    assert internal["spec"]["type"] == "LoadBalancer"
+    assert internal["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
     # Pulumi waits for a ready endpoint as long as for the Deployment's first load.
-    assert external["metadata"]["annotations"] == {"pulumi.com/timeoutSeconds": "5400"}
-    internal = render.render_service(vllm_plan(service={"type": "internal", "sourceRanges": ["10.0.0.0/8"]}), namespace="llm")
-    assert internal["metadata"]["annotations"]["networking.gke.io/load-balancer-type"] == "Internal"
-    assert internal["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/8"]
+    assert internal["metadata"]["annotations"] == {
+        "pulumi.com/timeoutSeconds": "5400",
+        "networking.gke.io/load-balancer-type": "Internal",
+    }
+    narrowed = render.render_service(vllm_plan(service={"sourceRanges": ["10.0.0.0/8"]}), namespace="llm")
+    assert narrowed["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/8"]
     assert any("are not CIDR networks" in p for p in problems(workload={"vllm": {"service": {"sourceRanges": ["x"]}}}))
+    found = problems(workload={"vllm": {"service": {"type": "external"}}})
+    assert any(p.startswith("gke-tpu-llm:workload.vllm.service.sourceRanges: [] lets anyone on the internet") for p in found)
+    assert any(p.startswith("gke-tpu-llm:workload.vllm.service.auth: 'none' leaves an external model endpoint") for p in found)
+    everyone = problems(workload={"vllm": {"service": {"type": "external", "sourceRanges": ["0.0.0.0/0"], "auth": "api-key"}}})
+    assert any("lets anyone on the internet" in p for p in everyone)
+    external = vllm_plan(service={"type": "external", "sourceRanges": ["203.0.113.0/24"], "auth": "api-key"})
+    svc = render.render_service(external, namespace="llm")
+    assert svc["metadata"]["annotations"]["gke-tpu-llm/auth"] == "api-key"
+    assert "networking.gke.io/load-balancer-type" not in svc["metadata"]["annotations"]
+    container = deployment(external)["spec"]["template"]["spec"]["containers"][0]
+    key_env = {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-api-key", "key": "token"}}}
+    assert key_env in container["env"]
+    assert not any("api-key" in a or "api_key" in a for a in container["args"])  # never on the command line
+    assert "Authorization: Bearer $(pulumi config get gke-tpu-llm:vllmApiKey)" in render.curl_example(external, "llm")
 
 
 def test_render_hpa_metric_choice_and_replicas_left_to_it() -> None:

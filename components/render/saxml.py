@@ -29,6 +29,7 @@ import pulumi
 
 from components.capacity import StackPlan
 from components.catalog.models import MODELS
+from components.endpoints import INTERNAL_LB_ANNOTATION
 from components.render.core import common_labels
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -53,7 +54,6 @@ SYSTEM_POOL = "system"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 # JobSet: each replicated Job gets a node pool of its own (one slice per model server).
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
-INTERNAL_LB_ANNOTATION = "networking.gke.io/load-balancer-type"
 
 # Python module of each Saxml servable class in the model catalog (google/saxml
 # saxml/server/pax/lm/params/lm_cloud.py); the class itself comes from the catalog.

@@ -25,8 +25,9 @@ import math
 from typing import Any
 
 from components.capacity import StackPlan
+from components.endpoints import AUTH_ANNOTATION, INTERNAL_LB_ANNOTATION
 from components.render.core import common_labels
-from components.specs.vllm import pool_nodes
+from components.specs.vllm import API_KEY_SECRET, pool_nodes
 
 PORT = 8000
 PORT_NAME = "http"
@@ -34,11 +35,13 @@ NAME = "vllm"
 CONTAINER = "vllm"
 SECRET_NAME = "hf-token"
 SECRET_KEY = "token"
+API_KEY_SECRET_NAME = "vllm-api-key"
+API_KEY_ENV = "VLLM_API_KEY"  # read by vLLM when --api-key is not given (vllm.envs), so no argv
+
 MODEL_VOLUME = "gcs-fuse-csi-ephemeral"
 CACHE_VOLUME = "gke-gcsfuse-cache"  # the name the GCS FUSE sidecar looks for (webhook SidecarContainerCacheVolumeName)
 XLA_CACHE_PATH = "/xla-cache"
 CSI_DRIVER = "gcsfuse.csi.storage.gke.io"
-INTERNAL_LB_ANNOTATION = "networking.gke.io/load-balancer-type"
 METRICS_INTERVAL = "15s"  # upstream vllm_pod_monitor.yaml
 UPSTREAM_MAX_NUM_SEQS = 128  # upstream vllm-llama3-70b.yaml, used when workload.batchSize is unset
 CACHE_VOLUME_HEADROOM = 1.05  # tmpfs a little above the cache size: gcsfuse evicts at the size, not below it
@@ -173,6 +176,17 @@ def probes(plan: StackPlan) -> dict[str, dict[str, Any]]:
     }
 
 
+def render_api_key_secret(stack: str, namespace: str, key: Any) -> dict[str, Any]:
+    """The endpoint's API key (a secret Output in Pulumi; the offline engine shows a placeholder)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": API_KEY_SECRET_NAME, "namespace": namespace, "labels": common_labels(stack, NAME)},
+        "type": "Opaque",
+        "stringData": {SECRET_KEY: key},
+    }
+
+
 def render_hf_secret(stack: str, namespace: str, token: Any) -> dict[str, Any]:
     """The Hugging Face token (a secret Output in Pulumi; the offline engine shows a placeholder)."""
     return {
@@ -200,6 +214,11 @@ def render_deployment(plan: StackPlan, *, namespace: str, service_account: str, 
         "env": [
             {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": SECRET_KEY}}},
             {"name": "VLLM_XLA_CACHE_PATH", "value": XLA_CACHE_PATH},
+            *(
+                [{"name": API_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": API_KEY_SECRET_NAME, "key": SECRET_KEY}}}]
+                if spec.service.auth == "api-key"
+                else []
+            ),
         ],
         "resources": {
             "requests": {"google.com/tpu": tpu.tpu_per_host},
@@ -262,6 +281,8 @@ def render_service(plan: StackPlan, *, namespace: str) -> dict[str, Any]:
     annotations = {"pulumi.com/timeoutSeconds": str(deployment_timeout_seconds(plan))}
     if service.type == "internal":
         annotations[INTERNAL_LB_ANNOTATION] = "Internal"
+    if service.auth != "none":
+        annotations[AUTH_ANNOTATION] = service.auth
     metadata: dict[str, Any] = {
         "name": NAME,
         "namespace": namespace,
@@ -323,9 +344,14 @@ def endpoint_command(namespace: str) -> str:
 
 
 def curl_example(plan: StackPlan, namespace: str) -> str:
-    """The tutorial's completion request against the Service's load balancer."""
+    """The tutorial's completion request against the Service's load balancer (with the API key,
+    read from the stack's secret config, when the endpoint requires one)."""
     body = f'{{"model": "{model_id(plan)}", "prompt": "San Francisco is a", "max_tokens": 7, "temperature": 0}}'
-    return f"curl http://$({endpoint_command(namespace)}):{PORT}/v1/completions -H \"Content-Type: application/json\" -d '{body}'"
+    auth = ""
+    if plan.config.workload.vllm.service.auth == "api-key":
+        auth = f' -H "Authorization: Bearer $(pulumi config get gke-tpu-llm:{API_KEY_SECRET})"'
+    url = f"http://$({endpoint_command(namespace)}):{PORT}/v1/completions"
+    return f"curl {url}{auth} -H \"Content-Type: application/json\" -d '{body}'"
 
 
 # ---------------------------------------------------------------- Custom Metrics Stackdriver Adapter

@@ -112,9 +112,9 @@ class SaxmlSpec(Spec):
     )
     internal_load_balancer: bool = Field(
         True,
-        description="Put the HTTP server's LoadBalancer on an internal (VPC-only) address. Defaults to on because "
-        "the Saxml HTTP server has no authentication and exposes publish/unpublish; turn off only with "
-        "loadBalancerSourceRanges.",
+        description="Put the HTTP server's LoadBalancer on an internal (VPC-only) address. Always on: the Saxml "
+        "HTTP server has no authentication and exposes publish/unpublish/generate, and a model endpoint outside "
+        "the VPC needs both source ranges and authentication; reach it from the VPC or with kubectl port-forward.",
     )
     load_balancer_source_ranges: list[str] = Field(
         [],
@@ -146,14 +146,16 @@ class SaxmlSpec(Spec):
                 ipaddress.ip_network(cidr, strict=True)
             except ValueError:
                 rules.append(rule(f"loadBalancerSourceRanges.{i}", cidr, "is not a CIDR", "e.g. 10.0.0.0/8", "fix it"))
-        if not self.internal_load_balancer and not self.load_balancer_source_ranges:
+        if not self.internal_load_balancer:
             rules.append(
                 rule(
                     "internalLoadBalancer",
                     False,
-                    "would expose the unauthenticated Saxml HTTP server (publish/unpublish/generate) to every address",
-                    "true, or false with loadBalancerSourceRanges",
-                    "keep it internal or list the CIDRs allowed to reach it in loadBalancerSourceRanges",
+                    "would put the Saxml HTTP server (publish/unpublish/generate) outside the VPC, and it has no "
+                    "authentication (an external model endpoint needs source ranges and authentication)",
+                    "true",
+                    "remove the key; reach the server from the VPC (loadBalancerSourceRanges narrows it) or with "
+                    "kubectl port-forward",
                 )
             )
         if self.admin_port == self.model_server_port:

@@ -56,23 +56,36 @@ DEFAULT_TARGETS: dict[str, float] = {
     "kv_cache_usage_perc": 0.7,
 }
 
+API_KEY_SECRET = "vllmApiKey"
+"""Secret config key of the API key clients send as ``Authorization: Bearer <key>``."""
+EVERYONE = ("0.0.0.0/0", "::/0")
+
+
 class VllmServiceSpec(Spec):
     type: Literal["external", "internal"] = Field(
-        "external",
-        description="Load balancer of the Service on port 8000: 'external' (a public IP, as the seed) or "
-        "'internal' (a VPC-internal passthrough load balancer). Defaults to external because the seed serves "
-        "clients outside the VPC; vLLM has no authentication, so restrict sourceRanges or use internal.",
+        "internal",
+        description="Load balancer of the Service on port 8000: 'internal' (a VPC-internal passthrough load "
+        "balancer) or 'external' (a public IP, as the seed). Defaults to internal because a model server is "
+        "reachable from outside the VPC only on purpose: external requires sourceRanges and auth: api-key.",
     )
     source_ranges: list[str] = Field(
         [],  # pydantic copies the default per instance
-        description="CIDRs allowed to reach the load balancer (Service loadBalancerSourceRanges). Defaults to "
-        "empty (any source, as the seed) because the right ranges are the user's network.",
+        description="CIDRs allowed to reach the load balancer (Service loadBalancerSourceRanges). Empty: anyone "
+        "who can reach the load balancer (the VPC when internal); required, and never 0.0.0.0/0, when external.",
+    )
+    auth: Literal["none", "api-key"] = Field(
+        "none",
+        description="Client authentication. 'api-key': vLLM requires `Authorization: Bearer <key>` on /v1 (the key "
+        f"is the secret config gke-tpu-llm:{API_KEY_SECRET}, handed to vLLM as VLLM_API_KEY from a Kubernetes "
+        "Secret, never on the command line; /health and /metrics stay open for probes and scraping). Defaults to "
+        "none because an internal endpoint is reachable only from the VPC; required when external.",
     )
 
     @model_validator(mode="after")
-    def _cidrs(self) -> VllmServiceSpec:
+    def _exposure(self) -> VllmServiceSpec:
         import ipaddress
 
+        rules: list[dict[str, Any]] = []
         bad = []
         for cidr in self.source_ranges:
             try:
@@ -80,9 +93,31 @@ class VllmServiceSpec(Spec):
             except ValueError:
                 bad.append(cidr)
         if bad:
-            raise_rules(
-                [rule("sourceRanges", bad, "are not CIDR networks", "e.g. 203.0.113.0/24", "use network/prefix notation")]
-            )
+            rules.append(rule("sourceRanges", bad, "are not CIDR networks", "e.g. 203.0.113.0/24", "use network/prefix notation"))
+        if self.type == "external":
+            everyone = [c for c in self.source_ranges if c in EVERYONE]
+            if not self.source_ranges or everyone:
+                rules.append(
+                    rule(
+                        "sourceRanges",
+                        list(self.source_ranges),
+                        "lets anyone on the internet reach an external model endpoint",
+                        "the CIDRs of your clients, e.g. 203.0.113.0/24 (not 0.0.0.0/0)",
+                        "list your clients' ranges, or use type: internal",
+                    )
+                )
+            if self.auth == "none":
+                rules.append(
+                    rule(
+                        "auth",
+                        "none",
+                        "leaves an external model endpoint without authentication",
+                        "api-key",
+                        f"set auth: api-key and `pulumi config set --secret gke-tpu-llm:{API_KEY_SECRET} <key>`, "
+                        "or use type: internal",
+                    )
+                )
+        raise_rules(rules)
         return self
 
 
@@ -255,8 +290,9 @@ class VllmSpec(Spec):
         return low, high
 
     def required_secrets(self) -> tuple[str, ...]:
-        # vLLM downloads gated Llama weights from Hugging Face on first start.
-        return ("hfToken",)
+        # vLLM downloads gated Llama weights from Hugging Face on first start; the API key only when
+        # the endpoint authenticates its clients.
+        return ("hfToken", *((API_KEY_SECRET,) if self.service.auth == "api-key" else ()))
 
     def bucket_needs(self, config: StackConfig) -> tuple[BucketNeed, ...]:
         return (

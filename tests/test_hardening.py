@@ -1,0 +1,56 @@
+"""Cluster hardening: typed settings, each updated in place on a live cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components import replacement
+from components.config import ConfigError
+from components.gke import GkeCluster
+from tests.conftest import make_config
+from tests.test_components import one, run
+
+
+def cluster_inputs(**hardening: Any) -> dict[str, Any]:
+    config = make_config(cluster={"hardening": hardening})
+    return one(run(config, lambda c: GkeCluster(c.cluster_name, c)), "gcp:container/cluster:Cluster").inputs
+
+
+def test_defaults_keep_shielded_nodes_and_add_nothing_that_needs_a_nat_or_a_policy() -> None:
+    inputs = cluster_inputs()
+    assert inputs["enableShieldedNodes"] is True
+    for absent in ("privateClusterConfig", "masterAuthorizedNetworksConfig", "binaryAuthorization"):
+        assert absent not in inputs
+
+
+def test_every_setting_reaches_the_cluster() -> None:
+    inputs = cluster_inputs(
+        privateNodes=True, authorizedNetworks=["203.0.113.0/24"], binaryAuthorization=True, shieldedNodes=False
+    )
+    assert inputs["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}
+    assert inputs["masterAuthorizedNetworksConfig"] == {"cidrBlocks": [{"cidrBlock": "203.0.113.0/24"}]}
+    assert inputs["binaryAuthorization"] == {"evaluationMode": "PROJECT_SINGLETON_POLICY_ENFORCE"}
+    assert inputs["enableShieldedNodes"] is False
+
+
+def test_turning_hardening_on_never_replaces_the_cluster() -> None:
+    paths = ["privateClusterConfig", "masterAuthorizedNetworksConfig", "binaryAuthorization", "enableShieldedNodes"]
+    assert replacement.replacing_paths("gcp:container/cluster:Cluster", paths) == []
+
+
+@pytest.mark.parametrize(
+    ("hardening", "message"),
+    [
+        ({"authorizedNetworks": []}, "gke-tpu-llm:cluster.hardening.authorizedNetworks: [] would lock every client"),
+        (
+            {"authorizedNetworks": ["10.0.0.1/8"]},
+            "gke-tpu-llm:cluster.hardening.authorizedNetworks.0: '10.0.0.1/8' is not a CIDR",
+        ),
+    ],
+)
+def test_bad_authorized_networks_name_the_key(hardening: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        make_config(cluster={"hardening": hardening})
+    assert any(str(v).startswith(message) for v in info.value.violations)
