@@ -118,8 +118,8 @@ class SaxmlSpec(Spec):
     )
     load_balancer_source_ranges: list[str] = Field(
         [],
-        description="CIDRs allowed to reach the LoadBalancer (loadBalancerSourceRanges). Empty allows every source "
-        "the load balancer can reach (the VPC when internal); required when internalLoadBalancer is false.",
+        description="CIDRs inside the VPC allowed to reach the internal LoadBalancer (loadBalancerSourceRanges). "
+        "Empty allows the whole VPC.",
     )
     publish: SaxmlPublishSpec = Field(
         default_factory=SaxmlPublishSpec, description="Declarative publish of the model into the cell."
