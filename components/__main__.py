@@ -37,6 +37,7 @@ KEY_INPUTS: dict[str, tuple[str, ...]] = {
         "nodeLocations",
         "nodeConfig.spot",
         "nodeConfig.workloadMetadataConfig.mode",
+        "nodeConfig.serviceAccount",
     ),
     "gcp:storage/bucket:Bucket": (
         "name",

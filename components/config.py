@@ -225,6 +225,15 @@ class ClusterSpec(Spec):
         default_factory=ClusterHardeningSpec,
         description="Control-plane and node hardening; every setting here is updated in place on a live cluster.",
     )
+    dataplane: Literal["v2", "legacy"] = Field(
+        "v2",
+        description="How the cluster enforces the workloads' NetworkPolicies. 'v2': GKE Dataplane V2 (eBPF, "
+        "datapathProvider ADVANCED_DATAPATH), enforcement built in. 'legacy': the iptables dataplane with GKE's Calico "
+        "network policy (networkPolicy CALICO and its add-on). Defaults to v2 because it enforces policies from the "
+        "cluster's creation with no add-on to manage; but the dataplane is chosen at creation only (a changed "
+        "datapathProvider replaces the cluster), so a cluster created before this setting existed must set legacy, "
+        "which is enabled in place and makes GKE recreate every node once (TPU slices included).",
+    )
 
 
 class AutoscalingSpec(Spec):
@@ -939,11 +948,12 @@ class StackConfig(Spec):
             for problem in naming.display_name_problems(display):
                 problem = f"is the service account's display name and {problem}"
                 rules.append(rule("identity.serviceAccount", display, problem, "", "use shorter names"))
-        if self.tpu.workload_metadata == "GCE_METADATA":
-            accounts["tpu.workloadMetadata"] = naming.service_account_id(self.stack, "tpu-nodes")
-            for problem in naming.display_name_problems(naming.node_gsa_display_name(self.stack)):
-                problem = f"gives the node service account a display name that {problem}"
-                rules.append(rule("tpu.workloadMetadata", "GCE_METADATA", problem, "", "rename the stack"))
+        # Every stack's node pools run as its own node service account (components/identity.py).
+        accounts["(stack name)"] = naming.service_account_id(self.stack, "tpu-nodes")
+        node_display = naming.node_gsa_display_name(self.stack, pods_act_as_it=self.tpu.workload_metadata == "GCE_METADATA")
+        for problem in naming.display_name_problems(node_display):
+            problem = f"gives the node service account a display name that {problem}"
+            rules.append(rule("(stack name)", self.stack, problem, "", "rename the stack"))
         for key, account_id in accounts.items():
             for problem in naming.service_account_id_problems(account_id):
                 problem = f"{from_stack}is a Google service-account id and {problem}"
@@ -953,8 +963,8 @@ class StackConfig(Spec):
                 rule(
                     "identity.serviceAccount",
                     self.identity.service_account,
-                    f"gives the workload service account the id {account_id!r}, which the TPU nodes' service account "
-                    "(tpu.workloadMetadata: GCE_METADATA) uses too",
+                    f"gives the workload service account the id {account_id!r}, which the stack's node service account "
+                    "uses too",
                     f"any name other than {self.identity.service_account!r}",
                     "set identity.serviceAccount to another name",
                 )

@@ -1,6 +1,7 @@
 """``GkeCluster``: a Standard GKE cluster ready for TPU slices.
 
-Owns the cluster, its CPU system pool, and a Kubernetes provider built from the cluster's endpoint
+Owns the cluster, its CPU system pool, the service account every node pool of the stack runs as
+(``identity.NodeServiceAccount``), and a Kubernetes provider built from the cluster's endpoint
 and CA. Does not own TPU pools (``TpuSlicePool``) or anything inside the cluster.
 
 Choices, and why:
@@ -23,6 +24,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
+from components.identity import NodeServiceAccount
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
@@ -72,6 +74,11 @@ class GkeCluster(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         addons = config.addons
         spec = config.cluster
+        calico = spec.dataplane == "legacy"
+        # Every node pool of the stack runs as this account, never the Compute Engine default one.
+        self.nodes = NodeServiceAccount(f"{name}-nodes", config, opts=pulumi.ResourceOptions(parent=self))
+        self.node_service_account = self.nodes.email
+        self.node_grants = self.nodes.grants
 
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
@@ -94,7 +101,17 @@ class GkeCluster(pulumi.ComponentResource):
                 ray_operator_configs=(
                     [gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(enabled=True)] if "rayOperator" in addons else None
                 ),
+                # Calico's control-plane half: the provider sends addons_config before network_policy in one
+                # update (resource_container_cluster.go:4158, :4768), as GKE requires.
+                network_policy_config=(
+                    gcp.container.ClusterAddonsConfigNetworkPolicyConfigArgs(disabled=False) if calico else None
+                ),
             ),
+            # NetworkPolicy enforcement (config.ClusterSpec.dataplane). Dataplane V2 is chosen at creation
+            # only (datapath_provider is ForceNew: components/replacement.py); Calico is enabled in place
+            # (SetNetworkPolicy), after which GKE recreates every node once.
+            datapath_provider="ADVANCED_DATAPATH" if spec.dataplane == "v2" else None,
+            network_policy=gcp.container.ClusterNetworkPolicyArgs(enabled=True, provider="CALICO") if calico else None,
             # Managed Prometheus on: PodMonitoring resources (vLLM metrics) need its collectors.
             monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
                 enable_components=["SYSTEM_COMPONENTS"],
@@ -146,11 +163,23 @@ class GkeCluster(pulumi.ComponentResource):
                 machine_type=spec.system_pool.machine_type,
                 disk_size_gb=spec.system_pool.disk_size_gb,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                # The stack's node account (identity.NodeServiceAccount), not the Compute Engine default.
+                service_account=self.node_service_account,
                 workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
                 resource_labels=config.labels,
             ),
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # Created after (and deleted before) the node account's role: nodes that start without
+                # it cannot write logs or metrics.
+                depends_on=self.node_grants,
+                # The pool has a fixed name, so a replacement created first would collide with the old
+                # pool ("system" already exists). Its create-only inputs (service account, scopes,
+                # name) are rarely changed, and then the old pool must go first: kube-system and the
+                # controllers are rescheduled once the new pool's nodes are up (a few minutes).
+                delete_before_replace=True,
+            ),
         )
 
         self.cluster_name = self.cluster.name

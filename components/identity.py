@@ -13,12 +13,19 @@ Roles are always granted on each bucket (``BucketIAMMember``), never project-wid
 roles are object-level only (viewer/user/admin), so ``roles/storage.admin`` cannot be expressed.
 No service-account keys are ever created.
 
+``NodeServiceAccount``: the Google service account every node pool of the stack runs as (system,
+TPU and converter pools), with ``roles/container.defaultNodeServiceAccount`` (GKE's least-privilege
+node role: logs, metrics, autoscaler metrics) and nothing else project-wide, instead of the Compute
+Engine default account (shared by every VM of the project, and project Editor wherever the
+organization does not enforce ``iam.automaticIamGrantsForDefaultServiceAccounts``). ``GkeCluster``
+creates it before its pools; every pool depends on the role grant, so pools are created after it
+and deleted before it. Where a pool pulls the stack's own image, the workload grants it read access
+on that repository only (``components.maxtext_ray``).
+
 TPU pools with ``tpu.workloadMetadata: GCE_METADATA`` (the mode the upstream Pathways tutorials
 use) have no Workload Identity: pods on them act as the *node's* service account, and the KSA's
-identity above is ignored there. So that such pods still reach exactly their buckets, those pools
-run as a dedicated node GSA (``<stack>-tpu-nodes``) that holds the same per-bucket roles plus
-``roles/container.defaultNodeServiceAccount`` (GKE's least-privilege node role: logs, metrics) and
-nothing else, instead of the Compute Engine default account (project Editor in many projects).
+identity above is ignored there. So that such pods still reach exactly their buckets, the node
+account then also holds the same per-bucket roles (granted here, by ``WorkloadIdentity``).
 """
 
 from __future__ import annotations
@@ -36,11 +43,65 @@ from components.render import render_namespace, render_service_account
 
 NODE_ROLE = "roles/container.defaultNodeServiceAccount"
 """GKE's least-privilege role for a node service account (logging, monitoring, metadata)."""
+WORKLOAD_COMPONENT = "workload"
+"""Name of the stack's ``WorkloadIdentity`` (``components.platform``); earlier releases created the
+node account under it (see ``NodeServiceAccount``)."""
 
 
 def node_service_account_id(config: StackConfig) -> str:
-    """Account id of the TPU nodes' GSA under GCE metadata (deterministic, so pools can name it)."""
+    """Account id of the nodes' GSA: ``<stack>-tpu-nodes`` for every stack. The id is create-only
+    (a new id is a new account), and stacks with GCE_METADATA TPU pools already have this one, so it
+    keeps the name it had when only TPU pools used it."""
     return naming.service_account_id(config.stack, "tpu-nodes")
+
+
+def _urn(type_chain: str, name: str) -> str:
+    return f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{type_chain}::{name}"
+
+
+class NodeServiceAccount(pulumi.ComponentResource):
+    """The nodes' Google service account and its one project role (see the module docstring)."""
+
+    TYPE = "gke-tpu-llm:identity:NodeServiceAccount"
+
+    email: pulumi.Output[str]
+    member: pulumi.Output[str]
+    grants: list[pulumi.Resource]
+    """What a pool depends on: created before the pool, deleted after it."""
+
+    def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(self.TYPE, name, None, opts)
+        # Stacks with GCE_METADATA TPU pools got this account and role from WorkloadIdentity
+        # ("workload-node-gsa", "workload-node-role"). The aliases keep that state: the account is not
+        # replaced (same id, so a create-first replacement would collide, and a new account would lose
+        # its bucket bindings), and the role binding is not created again and then deleted (deleting
+        # the old IAMMember would remove the binding the new one shares).
+        legacy = "gke-tpu-llm:identity:WorkloadIdentity"
+        gce_metadata = config.tpu.workload_metadata == "GCE_METADATA"
+        account = gcp.serviceaccount.Account(
+            f"{name}-gsa",
+            account_id=node_service_account_id(config),
+            display_name=naming.node_gsa_display_name(config.stack, pods_act_as_it=gce_metadata),
+            project=config.project,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                aliases=[_urn(f"{legacy}$gcp:serviceaccount/account:Account", f"{WORKLOAD_COMPONENT}-node-gsa")],
+            ),
+        )
+        self.email = account.email
+        self.member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        role = gcp.projects.IAMMember(
+            f"{name}-role",
+            project=config.project,
+            role=NODE_ROLE,
+            member=self.member,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                aliases=[_urn(f"{legacy}$gcp:projects/iAMMember:IAMMember", f"{WORKLOAD_COMPONENT}-node-role")],
+            ),
+        )
+        self.grants = [role]
+        self.register_outputs({"email": self.email})
 
 
 def principal_member(project_number: str, project: str, namespace: str, ksa: str) -> str:
@@ -57,8 +118,10 @@ class WorkloadIdentity(pulumi.ComponentResource):
     service_account_name: str
     member: pulumi.Output[str]
     gsa_email: pulumi.Output[str] | None
-    node_gsa_email: pulumi.Output[str] | None
-    """The TPU nodes' GSA under GCE metadata (pods there act as it); None with GKE metadata."""
+    node_gsa_email: pulumi.Input[str] | None
+    """The nodes' GSA under GCE metadata (pods on the TPU pools act as it); None with GKE metadata."""
+    node_grants: list[pulumi.Resource]
+    """Bucket grants to the nodes' GSA under GCE metadata (TPU pools depend on them); else none."""
 
     def __init__(
         self,
@@ -68,6 +131,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         provider: k8s.Provider,
         bucket_names: Mapping[str, pulumi.Input[str]],
         cluster: pulumi.Resource,
+        node_service_account: pulumi.Input[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(self.TYPE, name, None, opts)
@@ -121,26 +185,14 @@ class WorkloadIdentity(pulumi.ComponentResource):
             )
 
         self.node_gsa_email = None
-        self.node_grants: list[pulumi.Resource] = []
+        self.node_grants = []
         if config.tpu.workload_metadata == "GCE_METADATA":
-            # The TPU pools run as this account (TpuSlicePool takes its email and depends on these
-            # grants, so pools are created after and deleted before them).
-            node_gsa = gcp.serviceaccount.Account(
-                f"{name}-node-gsa",
-                account_id=node_service_account_id(config),
-                display_name=naming.node_gsa_display_name(config.stack),
-                project=config.project,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            node_member = node_gsa.email.apply(lambda email: f"serviceAccount:{email}")
-            node_role = gcp.projects.IAMMember(
-                f"{name}-node-role",
-                project=config.project,
-                role=NODE_ROLE,
-                member=node_member,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            self.node_grants.append(node_role)
+            # Pods on the TPU pools act as the nodes' account (GkeCluster's NodeServiceAccount), so it
+            # gets the same bucket roles; TpuSlicePool depends on these grants, so the pools are
+            # created after and deleted before them.
+            if node_service_account is None:
+                raise ValueError("GCE_METADATA pools need the nodes' service account (GkeCluster.node_service_account)")
+            node_member = pulumi.Output.from_input(node_service_account).apply(lambda email: f"serviceAccount:{email}")
             for key, role in sorted(spec.bucket_roles.items()):
                 grant = gcp.storage.BucketIAMMember(
                     f"{name}-{key}-node-access",
@@ -150,7 +202,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
                     opts=iam_opts,
                 )
                 self.node_grants.append(grant)
-            self.node_gsa_email = node_gsa.email
+            self.node_gsa_email = node_service_account
 
         self.register_outputs(
             {

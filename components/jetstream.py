@@ -28,6 +28,7 @@ from components.config import NAMESPACE
 from components.controllers import HelmController
 from components.gke import CLOUD_PLATFORM_SCOPE, GkeCluster
 from components.identity import WorkloadIdentity
+from components.netpol import network_policies
 from components.render import jetstream as render
 from components.storage import StackBucket
 
@@ -76,7 +77,9 @@ class CheckpointConversion(pulumi.ComponentResource):
                 machine_type=conversion.machine_type,
                 disk_size_gb=conversion.disk_size_gb,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                # Workload Identity: the Job reaches the bucket as the workload's KSA.
+                # The stack's node account (never the Compute Engine default); the Job itself reaches
+                # the bucket as the workload's KSA through Workload Identity.
+                service_account=cluster.node_service_account,
                 workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
                 taints=[
                     gcp.container.NodePoolNodeConfigTaintArgs(key=render.CONVERTER_TAINT_KEY, value="true", effect="NO_SCHEDULE")
@@ -91,6 +94,8 @@ class CheckpointConversion(pulumi.ComponentResource):
                 # conversion off must be able to remove it.
                 ignore_changes=["initialNodeCount", "nodeCount"],
                 delete_before_replace=True,
+                # Created after (and deleted before) the node account's role.
+                depends_on=cluster.node_grants,
             ),
         )
         self.pool_name = pool.name
@@ -199,6 +204,24 @@ def deploy(
         )
         outputs["jetstream_conversion_logs_command"] = render.conversion_logs_command(namespace)
     server = JetstreamServer("jetstream", stack, cluster=cluster, identity=identity, buckets=buckets)
+    # Default-deny ingress for the namespace plus the flows the workload declares (render.network_intents).
+    objects = render.manifests(
+        stack,
+        namespace=namespace,
+        service_account=identity.service_account_name,
+        checkpoint_bucket=buckets[spec.checkpoint_bucket].bucket_name,
+        scratch_bucket=buckets[spec.scratch_bucket].bucket_name,
+        converter_pool=CONVERTER_POOL if spec.conversion.enabled else None,
+    )
+    network_policies(
+        "network-policies",
+        objects,
+        render.network_intents(stack),
+        namespace=namespace,
+        stack=stack.config.stack,
+        cluster=cluster,
+        depends_on=[identity],
+    )
     outputs.update(
         {
             "jetstream_service": f"{namespace}/{server.service_name}",

@@ -27,6 +27,7 @@ _TYPED: Mapping[tuple[str, str], Any] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
     ("apiregistration.k8s.io/v1", "APIService"): k8s.apiregistration.v1.APIService,
+    ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,
 }
 
 

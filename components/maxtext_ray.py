@@ -8,11 +8,10 @@ Two components:
   ``components/images/maxtext_ray/cloudbuild.yaml``); the objects reference it by a tag derived
   from the image's pins and build-context digest, so a tag always names one image content and an
   edit to the Dockerfile or the trainer shows up in ``pulumi preview`` as a new tag to build.
-  Nodes pull with their node service account (the pools set none, so it is the Compute Engine
-  default service account). That account used to get roles/editor automatically, but projects
-  created under the ``iam.automaticIamGrantsForDefaultServiceAccounts`` constraint (enforced by
-  default for new organizations since 2024) give it nothing, so the stack grants
-  ``roles/artifactregistry.reader`` on this repository only.
+  Nodes pull with their node service account: the stack's own (``identity.NodeServiceAccount``;
+  the Ray head and the job submitter run on the system pool, the workers on the TPU pool, and
+  every pool runs as it), whose only project role is GKE's minimal node role, so the stack grants
+  it ``roles/artifactregistry.reader`` on this repository only.
 * ``RayTraining`` — the ``RayCluster`` (CPU head, one TPU worker group per slice) and the
   ``RayJob`` that runs the trainer on it. KubeRay comes from the GKE Ray operator add-on that
   ``GkeCluster`` enables for this workload kind (no Helm controller). Both objects are replaced,
@@ -34,15 +33,11 @@ from components.capacity import StackPlan
 from components.config import StackConfig
 from components.gke import GkeCluster
 from components.identity import WorkloadIdentity
+from components.netpol import network_policies
 from components.render import maxtext_ray as render
 from components.storage import StackBucket
 
 READER_ROLE = "roles/artifactregistry.reader"
-
-
-def node_service_account(project_number: str) -> str:
-    """The Compute Engine default service account, which GKE nodes use when a pool names none."""
-    return f"serviceAccount:{project_number}-compute@developer.gserviceaccount.com"
 
 
 class TrainingImageRepository(pulumi.ComponentResource):
@@ -52,7 +47,14 @@ class TrainingImageRepository(pulumi.ComponentResource):
     image: str
     build_command: str
 
-    def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        *,
+        node_service_account: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
         super().__init__(self.TYPE, name, None, opts)
         self.repository = gcp.artifactregistry.Repository(
             f"{name}-repo",
@@ -66,14 +68,14 @@ class TrainingImageRepository(pulumi.ComponentResource):
             labels=config.labels,
             opts=pulumi.ResourceOptions(parent=self, protect=config.policy.protect),
         )
-        number = gcp.organizations.get_project_output(project_id=config.project).number
+        # Every pool that runs a pod of this workload (system: head, submitter; TPU: workers) pulls as it.
         self.node_reader = gcp.artifactregistry.RepositoryIamMember(
             f"{name}-node-reader",
             project=config.project,
             location=config.region,
             repository=self.repository.repository_id,
             role=READER_ROLE,
-            member=number.apply(lambda n: node_service_account(str(n))),
+            member=pulumi.Output.from_input(node_service_account).apply(lambda email: f"serviceAccount:{email}"),
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.image = render.image_ref(config)
@@ -128,9 +130,19 @@ def deploy(
 ) -> Mapping[str, Any]:
     """Create the image repository and the Ray training objects; return the commands a user runs next."""
     config = stack.config
-    image = TrainingImageRepository("training-image", config)
+    image = TrainingImageRepository("training-image", config, node_service_account=cluster.node_service_account)
     bucket = buckets[config.workload.maxtext_ray.bucket]
     RayTraining("maxtext-ray", stack, cluster=cluster, depends_on=[identity, bucket, image])
+    # Default-deny ingress for the namespace plus the flows the workload declares (render.network_intents).
+    network_policies(
+        "network-policies",
+        [render.render_ray_cluster(stack), render.render_ray_job(stack)],
+        render.network_intents(stack),
+        namespace=config.namespace,
+        stack=config.stack,
+        cluster=cluster,
+        depends_on=[identity],
+    )
     return {
         "training_image": image.image,
         "image_build_command": image.build_command,

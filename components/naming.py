@@ -115,9 +115,11 @@ def workload_gsa_display_name(stack: str, namespace: str, ksa: str) -> str:
     return fit_bytes(f"{stack} workloads ({namespace}/{ksa})", DISPLAY_NAME_MAX_BYTES)
 
 
-def node_gsa_display_name(stack: str) -> str:
-    """Display name of the TPU nodes' Google service account (GCE metadata pools)."""
-    return fit_bytes(f"{stack} TPU nodes (GCE metadata: pods act as this account)", DISPLAY_NAME_MAX_BYTES)
+def node_gsa_display_name(stack: str, *, pods_act_as_it: bool = False) -> str:
+    """Display name of the nodes' Google service account (every node pool of the stack); with GCE
+    metadata TPU pools, their pods act as it, which the name says."""
+    suffix = " (GCE metadata: TPU pods act as this account)" if pods_act_as_it else ""
+    return fit_bytes(f"{stack} GKE nodes{suffix}", DISPLAY_NAME_MAX_BYTES)
 
 
 # ---- validators: pure functions returning the rules a physical name breaks ([] = valid) ----

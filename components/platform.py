@@ -1,7 +1,8 @@
 """The platform layer every stack has: cluster, one node pool per TPU slice, buckets, identity.
 
-One function builds it in dependency order (cluster → buckets → identity → TPU pools), so the
-program (``__main__.py``) and the tests that deploy a workload on top of it share the same wiring.
+One function builds it in dependency order (node service account and cluster → buckets →
+identity → TPU pools), so the program (``__main__.py``) and the tests that deploy a workload on
+top of it share the same wiring.
 """
 
 from __future__ import annotations
@@ -32,16 +33,18 @@ def build_platform(config: StackConfig) -> Platform:
         provider=cluster.provider,
         bucket_names={key: bucket.bucket_name for key, bucket in buckets.items()},
         cluster=cluster.cluster,
+        node_service_account=cluster.node_service_account,
     )
-    # Pools come last: with GCE metadata they run as the identity's node account.
+    # Pools come last: they run as the cluster's node account and need its role (and, with GCE
+    # metadata, the identity's bucket grants to that account) before their nodes start.
     pools = [
         TpuSlicePool(
             pool,
             config,
             index=i,
             cluster_name=cluster.cluster_name,
-            node_service_account=identity.node_gsa_email,
-            node_grants=identity.node_grants,
+            node_service_account=cluster.node_service_account,
+            node_grants=[*cluster.node_grants, *identity.node_grants],
         )
         for i, pool in enumerate(config.pool_names())
     ]

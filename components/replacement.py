@@ -100,7 +100,9 @@ NODE_POOL_RULES: tuple[ReplaceRule, ...] = (
     # (node_config.go nodePoolNodeConfigUpdate).
     _tf("nodeConfig.spot", f"{_NC}:635", "node_config.spot", note="set only when tpu.spot"),
     _tf("nodeConfig.preemptible", f"{_NC}:595", "node_config.preemptible", note=NOT_SET),
-    _tf("nodeConfig.serviceAccount", f"{_NC}:643", "node_config.service_account", note="set only for GCE_METADATA pools"),
+    # Every pool runs as the stack's node account (components/identity.py); moving pools onto it
+    # replaced each of them once (README: Node identity).
+    _tf("nodeConfig.serviceAccount", f"{_NC}:643", "node_config.service_account"),
     _tf("nodeConfig.oauthScopes", f"{_NC}:579", "node_config.oauth_scopes (set of strings)"),
     _tf("nodeConfig.metadata", f"{_NC}:562", "node_config.metadata", note=NOT_SET),
     _tf("nodeConfig.minCpuPlatform", f"{_NC}:571", "node_config.min_cpu_platform", note=NOT_SET),
@@ -146,7 +148,9 @@ CLUSTER_RULES: tuple[ReplaceRule, ...] = (
     _tf("networkingMode", f"{_CL}:2232", "networking_mode", note=NOT_SET),
     _tf("clusterIpv4Cidr", f"{_CL}:1066", "cluster_ipv4_cidr", note=NOT_SET),
     _tf("defaultMaxPodsPerNode", f"{_CL}:2424", "default_max_pods_per_node", note=NOT_SET),
-    _tf("datapathProvider", f"{_CL}:2626", "datapath_provider", note=NOT_SET),
+    # Set to ADVANCED_DATAPATH by cluster.dataplane: v2 (the default); cluster.dataplane: legacy leaves it
+    # unset, so an existing cluster keeps its dataplane (Optional+Computed: unset is no diff).
+    _tf("datapathProvider", f"{_CL}:2626", "datapath_provider", note="unset with cluster.dataplane: legacy"),
     _tf("enableAutopilot", f"{_CL}:1190", "enable_autopilot", note=NOT_SET),
     _tf("enableTpu", f"{_CL}:1135", "enable_tpu", note=NOT_SET),
     _tf("enableKubernetesAlpha", f"{_CL}:1110", "enable_kubernetes_alpha", note=NOT_SET),
@@ -157,7 +161,8 @@ CLUSTER_RULES: tuple[ReplaceRule, ...] = (
     _tf("nodeConfig.serviceAccount", f"{_NC}:643", "node_config.service_account", note="nodeConfig is in ignoreChanges"),
 )
 # Updated in place (no ForceNew): deletion_protection, remove_default_node_pool, release_channel,
-# addons_config, monitoring_config, workload_identity_config, resource_labels, min_master_version.
+# addons_config, monitoring_config, workload_identity_config, resource_labels, min_master_version,
+# network_policy (_CL:1823; SetNetworkPolicy at _CL:4768, after the addons_config update at _CL:4158).
 
 BUCKET_RULES: tuple[ReplaceRule, ...] = (
     _tf("name", "storage/resource_storage_bucket.go:132", "name"),

@@ -25,6 +25,7 @@ from components.capacity import StackPlan
 from components.controllers import HelmController
 from components.gke import GkeCluster
 from components.identity import WorkloadIdentity
+from components.netpol import network_policies
 from components.render import saxml as render
 from components.specs.saxml import BUCKET_KEY
 from components.storage import StackBucket
@@ -172,4 +173,20 @@ def deploy(
     """Create the Saxml serving component; return the stack outputs it adds."""
     # The bucket and its write role are checked at config load (SaxmlSpec.stack_rules).
     serving = SaxmlServing("saxml", stack, cluster=cluster, identity=identity, bucket_name=buckets[BUCKET_KEY].bucket_name)
+    # Default-deny ingress for the namespace plus the flows the workload declares (render.network_intents).
+    objects = render.render_saxml(
+        stack,
+        namespace=identity.namespace,
+        service_account=identity.service_account_name,
+        bucket_name=buckets[BUCKET_KEY].bucket_name,
+    ).all()
+    network_policies(
+        "network-policies",
+        objects,
+        render.network_intents(stack),
+        namespace=identity.namespace,
+        stack=stack.config.stack,
+        cluster=cluster,
+        depends_on=[identity],
+    )
     return outputs(stack, serving, identity.namespace)

@@ -9,9 +9,11 @@ Rules (from GKE's TPU docs, xpk and cluster-toolkit):
 * autoscaling only for single-host pools, as *total* min/max; the node count is then owned by the
   autoscaler, so we set ``initial_node_count`` once and ignore it afterwards (no perpetual diff,
   and no replacement: ``initial_node_count`` is create-only).
-* GCE metadata (``tpu.workloadMetadata: GCE_METADATA``, as the Pathways tutorials) exposes the
-  node's service account to pods, so such pools run as the stack's dedicated node GSA
-  (``components.identity``: bucket roles + the minimal node role), never the Compute Engine default.
+* every pool runs as the stack's node service account (``identity.NodeServiceAccount``: GKE's
+  minimal node role), never the Compute Engine default, and depends on its grants (created after,
+  deleted before them). GCE metadata (``tpu.workloadMetadata: GCE_METADATA``, as the Pathways
+  tutorials) exposes that account to pods, so it then also holds the workload's bucket roles.
+  The service account is create-only: changing it replaces the pool (README: Node identity).
 * stable identity: the Pulumi name and the GKE pool name carry the slice's index only
   (``tpu-slice-0``), never its shape, so a topology or machine-type change is this one resource
   replaced delete-before-replace (a second slice of scarce TPU capacity is rarely available for
@@ -71,7 +73,7 @@ class TpuSlicePool(pulumi.ComponentResource):
         *,
         index: int,
         cluster_name: pulumi.Input[str],
-        node_service_account: pulumi.Input[str] | None = None,
+        node_service_account: pulumi.Input[str],
         node_grants: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -99,7 +101,7 @@ class TpuSlicePool(pulumi.ComponentResource):
             spot=tpu.spot or None,
             reservation_affinity=reservation,
             oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-            # Set only for GCE_METADATA pools (WorkloadIdentity's node account); else the default.
+            # The stack's node account; pods act as it only with GCE_METADATA.
             service_account=node_service_account,
             workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode=tpu.workload_metadata),
             advanced_machine_features=(

@@ -25,6 +25,7 @@ from components import k8s as k8s_objects
 from components.capacity import StackPlan
 from components.gke import GkeCluster
 from components.identity import WorkloadIdentity, principal_member
+from components.netpol import network_policies
 from components.render import vllm as render
 from components.specs.vllm import API_KEY_SECRET
 from components.storage import StackBucket
@@ -163,6 +164,34 @@ def deploy(
         api_key=api_key,
     )
     namespace = identity.namespace
+    # Default-deny ingress per namespace plus the flows the workload declares (render.*network_intents).
+    bucket_name = buckets[config.workload.vllm.bucket].bucket_name
+    objects = [
+        render.render_deployment(
+            stack, namespace=namespace, service_account=identity.service_account_name, bucket_name=bucket_name
+        ),
+        render.render_service(stack, namespace=namespace),
+        render.render_pod_monitoring(stack, namespace=namespace),
+    ]
+    network_policies(
+        "network-policies",
+        objects,
+        render.network_intents(stack),
+        namespace=namespace,
+        stack=config.stack,
+        cluster=cluster,
+        depends_on=[identity],
+    )
+    if adapter is not None:
+        network_policies(
+            "metrics-adapter-network-policies",
+            render.render_metrics_adapter(config.stack, config.workload.vllm.metrics_adapter_version),
+            render.adapter_network_intents(),
+            namespace=render.ADAPTER_NAMESPACE,
+            stack=config.stack,
+            cluster=cluster,
+            depends_on=[adapter],
+        )
     return {
         "vllm_service": f"{namespace}/{render.NAME}",
         "vllm_model": render.model_id(stack),

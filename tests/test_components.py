@@ -10,13 +10,13 @@ import pytest
 from components import engine
 from components.config import StackConfig
 from components.gke import GkeCluster
-from components.identity import WorkloadIdentity
+from components.identity import NodeServiceAccount, WorkloadIdentity
 from components.platform import build_platform
 from components.storage import StackBucket
 from components.tpu_pool import TpuSlicePool
 from tests.conftest import make_config
 
-COMPONENTS: list[Any] = [GkeCluster, TpuSlicePool, StackBucket, WorkloadIdentity]
+COMPONENTS: list[Any] = [GkeCluster, TpuSlicePool, StackBucket, WorkloadIdentity, NodeServiceAccount]
 
 
 def run(config: StackConfig, build: Any) -> list[engine.Registration]:
@@ -33,9 +33,12 @@ def one(records: list[engine.Registration], typ: str) -> engine.Registration:
     return found
 
 
+NODE_SA = "nodes@test-project-123.iam.gserviceaccount.com"
+
+
 def build_pools(config: StackConfig) -> None:
     for i, pool in enumerate(config.pool_names()):
-        TpuSlicePool(pool, config, index=i, cluster_name="c")
+        TpuSlicePool(pool, config, index=i, cluster_name="c", node_service_account=NODE_SA)
 
 
 def test_component_type_tokens_have_three_segments_and_are_unique() -> None:
@@ -60,6 +63,7 @@ def test_tpu_pool_multi_host_sets_compact_topology_and_host_count() -> None:
     assert pool.inputs["nodeLocations"] == ["us-east5-b"]
     assert pool.inputs["nodeConfig"]["machineType"] == "ct6e-standard-4t"
     assert pool.inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert pool.inputs["nodeConfig"]["serviceAccount"] == NODE_SA
     assert "autoscaling" not in pool.inputs
     assert pool.options["deleteBeforeReplace"] is True
     assert pool.options["replaceOnChanges"] == ["placementPolicy", "nodeConfig.machineType", "nodeLocations"]
@@ -187,7 +191,13 @@ def build_identity(config: StackConfig) -> None:
         provider=cluster.provider,
         bucket_names={k: b.bucket_name for k, b in buckets.items()},
         cluster=cluster.cluster,
+        node_service_account=cluster.node_service_account,
     )
+
+
+def workload_accounts(records: list[engine.Registration]) -> list[engine.Registration]:
+    """Google service accounts other than the nodes' (which every stack has)."""
+    return [r for r in of_type(records, "gcp:serviceaccount/account:Account") if not r.inputs["accountId"].endswith("-tpu-nodes")]
 
 
 def test_workload_identity_principal_mode_binds_bucket_roles_to_the_ksa_principal() -> None:
@@ -196,7 +206,7 @@ def test_workload_identity_principal_mode_binds_bucket_roles_to_the_ksa_principa
         identity={"namespace": "serving", "serviceAccount": "vllm", "bucketRoles": {"models": "roles/storage.objectUser"}},
     )
     records = run(config, build_identity)
-    assert not of_type(records, "gcp:serviceaccount/account:Account")
+    assert not workload_accounts(records)
     # (the base config's JetStream buckets carry their own grants; this test is about `models`)
     (binding,) = [
         b for b in of_type(records, "gcp:storage/bucketIAMMember:BucketIAMMember") if b.inputs["bucket"].endswith("-models")
@@ -216,7 +226,9 @@ def test_workload_identity_principal_mode_binds_bucket_roles_to_the_ksa_principa
     assert ksa.provider == "c-k8s"
     ns = one(records, "kubernetes:core/v1:Namespace")
     assert ns.urn in ksa.dependencies
-    assert not any(r.type.startswith("gcp:projects/iAM") for r in records)  # never project-wide
+    # nothing project-wide but the nodes' minimal role
+    project_roles = [r.inputs["role"] for r in records if r.type.startswith("gcp:projects/iAM")]
+    assert project_roles == ["roles/container.defaultNodeServiceAccount"]
 
 
 def test_workload_identity_gsa_mode_annotates_the_ksa() -> None:
@@ -225,7 +237,7 @@ def test_workload_identity_gsa_mode_annotates_the_ksa() -> None:
         identity={"mode": "gsa", "serviceAccount": "sax-sa", "bucketRoles": {"ckpt": "roles/storage.objectAdmin"}},
     )
     records = run(config, build_identity)
-    gsa = one(records, "gcp:serviceaccount/account:Account")
+    (gsa,) = workload_accounts(records)
     email = f"{gsa.inputs['accountId']}@test-project-123.iam.gserviceaccount.com"
     wi_user = one(records, "gcp:serviceaccount/iAMMember:IAMMember")
     assert wi_user.inputs["role"] == "roles/iam.workloadIdentityUser"
@@ -258,6 +270,7 @@ def test_workload_identity_gce_metadata_pools_run_as_a_node_gsa_with_only_bucket
     records = run(config, build_identity_and_pools)
     (node_gsa,) = of_type(records, "gcp:serviceaccount/account:Account")
     assert node_gsa.inputs["accountId"] == "test-tpu-nodes"
+    assert node_gsa.inputs["displayName"] == "test GKE nodes (GCE metadata: TPU pods act as this account)"
     email = "test-tpu-nodes@test-project-123.iam.gserviceaccount.com"
     (project_role,) = of_type(records, "gcp:projects/iAMMember:IAMMember")
     assert project_role.inputs["role"] == "roles/container.defaultNodeServiceAccount"
@@ -277,18 +290,47 @@ def test_workload_identity_gce_metadata_pools_run_as_a_node_gsa_with_only_bucket
     tpu_pool = next(p for p in of_type(records, "gcp:container/nodePool:NodePool") if p.inputs["name"].startswith("tpu-"))
     assert tpu_pool.inputs["nodeConfig"]["serviceAccount"] == email
     assert tpu_pool.inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GCE_METADATA"}
-    # created after (and deleted before) the account and its grants
+    # created after (and deleted before) the account, its role and its bucket grants
     assert node_gsa.urn in tpu_pool.dependencies
     assert project_role.urn in tpu_pool.dependencies
+    node_grants = [
+        b.urn for b in of_type(records, "gcp:storage/bucketIAMMember:BucketIAMMember") if b.inputs["member"].endswith(email)
+    ]
+    assert set(node_grants) <= set(tpu_pool.dependencies)
 
 
-def test_workload_identity_gke_metadata_pools_keep_no_node_gsa() -> None:
+def test_every_node_pool_runs_as_the_stack_node_gsa_with_only_the_node_role() -> None:
+    """With GKE metadata the node account holds GKE's node role and nothing else: no bucket, no
+    project-wide storage. The system pool, the TPU pools and the converter pool all run as it."""
     config = make_config(buckets={"ckpt": {"purpose": "c"}}, identity={"bucketRoles": {"ckpt": "roles/storage.objectUser"}})
     records = run(config, build_identity_and_pools)
-    assert not of_type(records, "gcp:serviceaccount/account:Account")
-    assert not of_type(records, "gcp:projects/iAMMember:IAMMember")
-    tpu_pool = next(p for p in of_type(records, "gcp:container/nodePool:NodePool") if p.inputs["name"].startswith("tpu-"))
-    assert "serviceAccount" not in tpu_pool.inputs["nodeConfig"]
+    (node_gsa,) = of_type(records, "gcp:serviceaccount/account:Account")
+    assert node_gsa.inputs["accountId"] == "test-tpu-nodes"
+    assert node_gsa.inputs["displayName"] == "test GKE nodes"
+    assert node_gsa.parent == one(records, NodeServiceAccount.TYPE).urn
+    email = "test-tpu-nodes@test-project-123.iam.gserviceaccount.com"
+    (role,) = of_type(records, "gcp:projects/iAMMember:IAMMember")
+    assert role.inputs["role"] == "roles/container.defaultNodeServiceAccount"
+    assert role.inputs["member"] == f"serviceAccount:{email}"
+    assert not [b for b in of_type(records, "gcp:storage/bucketIAMMember:BucketIAMMember") if b.inputs["member"].endswith(email)]
+    pools = {p.inputs["name"]: p for p in of_type(records, "gcp:container/nodePool:NodePool")}
+    assert set(pools) == {"system", "tpu-slice-0"}
+    for pool in pools.values():
+        assert pool.inputs["nodeConfig"]["serviceAccount"] == email
+        assert role.urn in pool.dependencies  # created after, deleted before the node role
+        # the service account is create-only: a replacement of a fixed-name pool must delete first
+        assert pool.options["deleteBeforeReplace"] is True
+
+
+def test_node_gsa_keeps_the_state_of_the_gce_metadata_account_of_earlier_releases() -> None:
+    """Earlier releases created the account and its role under WorkloadIdentity ("workload"); the
+    aliases keep both, so neither is replaced nor the role binding created twice."""
+    records = run(make_config(tpu={"workloadMetadata": "GCE_METADATA"}), build_identity_and_pools)
+    prefix = "urn:pulumi:test::gke-tpu-llm::gke-tpu-llm:identity:WorkloadIdentity$"
+    (account,) = of_type(records, "gcp:serviceaccount/account:Account")
+    assert account.options["aliases"] == [f"{prefix}gcp:serviceaccount/account:Account::workload-node-gsa"]
+    (role,) = of_type(records, "gcp:projects/iAMMember:IAMMember")
+    assert role.options["aliases"] == [f"{prefix}gcp:projects/iAMMember:IAMMember::workload-node-role"]
 
 
 def test_tpu_pool_prod_allowance_lifts_protection_and_marks_the_pool() -> None:

@@ -243,7 +243,8 @@ def test_render_disaggregated_lws_matches_the_seed_with_derived_tensor_paralleli
     # The one deliberate difference: tensor parallelism is the planner's 8, not the seed's -1 (fill).
     expected[expected.index("ici_tensor_parallelism=-1")] = "ici_tensor_parallelism=8"
     assert leader["jax-tpu"]["args"] == expected
-    assert leader["jax-tpu"]["securityContext"] == {"capabilities": {"add": ["SYS_PTRACE", "NET_ADMIN", "SYS_TIME"]}}
+    # Unlike the seed, no added capabilities (no stated need; the interleaved seed runs without them).
+    assert "securityContext" not in leader["jax-tpu"]
     assert "--instance_count=2" in leader["pathways-rm"]["args"]
     assert "--instance_type=tpuv6e:2x4" in leader["pathways-rm"]["args"]
     proxy = leader["pathways-proxy"]["args"]
@@ -320,10 +321,11 @@ def test_render_conversion_job_follows_the_converter(
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/inference-checkpoint:v0.2.5"
+    # The upstream args but --meta_url: the entrypoint reads $META_URL, so the URL is in no argv.
+    assert container["command"] == ["/bin/bash", "-c", render.CONVERTER_WRAPPER, "/usr/bin/checkpoint_converter.sh"]
     assert container["args"] == [
         "--bucket_name=ckpt-bucket",
         "--inference_server=jetstream-maxtext",
-        "--meta_url=$(META_URL)",
         f"--model_name={model_name}",
         f"--model_path={model_path}",
         f"--output_directory={output}",
@@ -468,7 +470,9 @@ def test_stack_plan_has_lws_service_controller_and_bucket_iam(stack: str) -> Non
     assert "kubernetes:helm.sh/v3:Release" in types
     bindings = [r["inputs"] for r in data["resources"] if r["type"] == "gcp:storage/bucketIAMMember:BucketIAMMember"]
     assert {b["bucket"] for b in bindings} == {result.config.bucket_name("checkpoints"), result.config.bucket_name("pathways")}
-    assert not [t for t in types if t.startswith("gcp:projects/iAM")]  # GKE metadata: no project roles at all
+    # GKE metadata: no project role but the nodes' minimal one (every pool runs as the stack's node account)
+    project_roles = [r["inputs"]["role"] for r in data["resources"] if r["type"].startswith("gcp:projects/iAM")]
+    assert project_roles == ["roles/container.defaultNodeServiceAccount"]
     assert validate_all(data["manifests"]) == []
 
 

@@ -488,7 +488,8 @@ def test_component_registers_repository_node_grant_and_ray_objects() -> None:
     assert repo.inputs["dockerConfig"] == {"immutableTags": True}
     grant = by_type["gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"]
     assert grant.inputs["role"] == "roles/artifactregistry.reader"
-    assert grant.inputs["member"] == f"serviceAccount:{engine.MOCK_PROJECT_NUMBER}-compute@developer.gserviceaccount.com"
+    # the stack's node account (every pool runs as it), never the Compute Engine default one
+    assert grant.inputs["member"] == "serviceAccount:test-tpu-nodes@test-project-123.iam.gserviceaccount.com"
     assert grant.inputs["repository"] == repo.inputs["repositoryId"]
     ray_cluster = by_type["kubernetes:ray.io/v1:RayCluster"]
     ray_job = by_type["kubernetes:ray.io/v1:RayJob"]

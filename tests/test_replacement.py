@@ -123,10 +123,12 @@ def test_replacing_paths_keeps_only_the_forcing_paths_in_order() -> None:
 
 
 def test_real_plans_differ_only_in_place_between_identical_stacks() -> None:
-    """llama-405b and its prod twin differ in labels/protection, not in anything that replaces."""
+    """llama-405b and its prod twin differ in labels/protection, not in anything that replaces
+    (besides what names the stack itself: cluster and node service account)."""
     dev, prod = tpu_pool_inputs("llama-405b"), tpu_pool_inputs("llama-405b-prod")
     changes = rp.input_changes(dev, prod)
-    assert rp.replacing_paths(NODE_POOL, [p for p in changes if p not in ("name", "cluster")]) == []
+    per_stack = ("name", "cluster", "nodeConfig.serviceAccount")
+    assert rp.replacing_paths(NODE_POOL, [p for p in changes if p not in per_stack]) == []
 
 
 # ------------------------------------------------------------------ cluster, bucket, identity

@@ -32,7 +32,7 @@ SAXML_BASE: dict[str, Any] = {
     "gcp:region": "us-west4",
     "tpu": {"generation": "v5e", "topology": "4x8", "slices": 2, "zone": "us-west4-a"},
     "buckets": {"sax": {"purpose": "saxml-admin-state"}},
-    "identity": {"mode": "gsa", "serviceAccount": "sax-sa", "bucketRoles": {"sax": "roles/storage.objectAdmin"}},
+    "identity": {"mode": "gsa", "serviceAccount": "sax-sa", "bucketRoles": {"sax": "roles/storage.objectUser"}},
     "workload": {
         "kind": "saxml",
         "model": "saxml-175b-32test",
@@ -408,7 +408,7 @@ def test_config_requires_the_sax_bucket_with_write_access() -> None:
         sax_plan(identity={"bucketRoles": {"sax": "roles/storage.objectViewer"}})
     values = dict(SAXML_BASE)
     values["buckets"] = {"state": {"purpose": "x"}}
-    values["identity"] = {**values.get("identity", {}), "bucketRoles": {"state": "roles/storage.objectAdmin"}}
+    values["identity"] = {**values.get("identity", {}), "bucketRoles": {"state": "roles/storage.objectUser"}}
     with pytest.raises(ConfigError, match=r"gke-tpu-llm:buckets\.sax: None is required"):
         resolve(make_config("saxml-test", **values))
 
@@ -458,8 +458,10 @@ def test_acceptance_plan_shows_the_whole_saxml_stack() -> None:
 
     bucket = plan["outputs"]["buckets"]["sax"].removeprefix("gs://")
     (grant,) = by_type(plan, "gcp:storage/bucketIAMMember:BucketIAMMember")
-    assert (grant["inputs"]["bucket"], grant["inputs"]["role"]) == (bucket, "roles/storage.objectAdmin")
-    assert not [r for r in plan["resources"] if r["type"].startswith("gcp:projects/")]
+    # objectUser is enough (create, overwrite, delete objects); objectAdmin would add object IAM
+    assert (grant["inputs"]["bucket"], grant["inputs"]["role"]) == (bucket, "roles/storage.objectUser")
+    project_roles = [r["inputs"]["role"] for r in plan["resources"] if r["type"].startswith("gcp:projects/")]
+    assert project_roles == ["roles/container.defaultNodeServiceAccount"]  # the nodes' role only
     assert env_of(pod_spec_of_jobset(jobset)["containers"][0])["SAX_ROOT"] == f"gs://{bucket}/sax-root"
     assert validate_all(plan["manifests"]) == []
 

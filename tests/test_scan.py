@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from pathlib import Path
 
 import pytest
 
 from components import engine
-from components.scan import SKIPS, pod_templates, run_checkov, scan_inputs
+from components.scan import SCOPED_SKIPS, SKIPS, pod_templates, resource_key, run_checkov, scan_inputs, scoped_reason
 from tests.conftest import STACKS, planned
 
 CHECKOV = engine.ROOT / ".venv" / "scan" / "bin" / "checkov"
@@ -52,6 +53,11 @@ def test_scan_lifts_pod_templates_from_custom_resources() -> None:
 
 def test_scan_every_skip_has_a_reason() -> None:
     assert all(check.startswith("CKV") and len(reason) > 20 for check, reason in SKIPS.items())
+    assert all(check.startswith("CKV") and resources for check, resources in SCOPED_SKIPS.items())
+    assert resource_key("Pod.llama-405b.jetstream-pathways-leaderworkertemplate-workertemplate") == (
+        "Pod/jetstream-pathways-leaderworkertemplate-workertemplate"
+    )
+    assert resource_key("ClusterRole.default.external-metrics-reader") == "ClusterRole/external-metrics-reader"
 
 
 @pytest.mark.skipif(
@@ -60,9 +66,21 @@ def test_scan_every_skip_has_a_reason() -> None:
 def test_scan_checkov_clean_except_listed_skips(tmp_path: Path) -> None:
     files = scan_inputs({s: planned(s).manifests for s in STACKS}, tmp_path)
     assert files
-    failed = run_checkov(CHECKOV, tmp_path)
-    summary = sorted({(f["check_id"], f["resource"]) for f in failed})
-    assert summary == [], "\n".join(f"{c} {r}" for c, r in summary)
+    failed = run_checkov(CHECKOV, tmp_path, scoped=False)
+    # A scoped check may fail only on the resources it lists (each with its own reason) ...
+    uncovered = sorted(
+        {(f["check_id"], f["resource"]) for f in failed if scoped_reason(f["check_id"], resource_key(f["resource"])) is None}
+    )
+    assert uncovered == [], "\n".join(f"{c} {r}" for c, r in uncovered)
+    # ... and every resource it lists does fail it: a listed resource that passes is a stale reason.
+    hits = {(f["check_id"], resource_key(f["resource"])) for f in failed}
+    stale = [
+        f"{check} {pattern}"
+        for check, resources in SCOPED_SKIPS.items()
+        for pattern in resources
+        if not any(c == check and fnmatch.fnmatchcase(key, pattern) for c, key in hits)
+    ]
+    assert stale == [], "\n".join(stale)
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -334,7 +334,11 @@ def test_plan_llama70b_secret_service_monitoring_hpa_and_adapter() -> None:
         )
     )
     assert one_of_kind(manifests, "Deployment", "custom-metrics")["metadata"]["name"] == "custom-metrics-stackdriver-adapter"
-    (iam,) = [r for r in data["resources"] if r["type"] == "gcp:projects/iAMMember:IAMMember"]
+    (iam,) = [
+        r
+        for r in data["resources"]
+        if r["type"] == "gcp:projects/iAMMember:IAMMember" and r["inputs"]["role"] != "roles/container.defaultNodeServiceAccount"
+    ]
     assert iam["inputs"]["role"] == "roles/monitoring.viewer"
     assert iam["inputs"]["member"].endswith("/subject/ns/custom-metrics/sa/custom-metrics-stackdriver-adapter")
     assert iam["inputs"]["member"].startswith("principal://iam.googleapis.com/projects/123456789012/")

@@ -1,9 +1,10 @@
 """The gke-tpu-llm Pulumi policy pack: `pulumi preview --policy-pack components/policy`.
 
 Thin wrapper: every rule lives in ``rules.py`` as a pure function (tested offline on the engine's
-recorded resources); this file only adapts Pulumi's ResourceValidationArgs to it. The pack runs in
-its own virtualenv (see PulumiPolicy.yaml and requirements.txt here) because pulumi-policy pins an
-older protobuf than the program's SDKs.
+recorded resources); this file registers each rule of ``RULES`` with its enforcement level (all
+mandatory) and only adapts Pulumi's ResourceValidationArgs to it, passing the SDK's props through
+unchanged. The pack runs in its own virtualenv (see PulumiPolicy.yaml and requirements.txt here)
+because pulumi-policy pins an older protobuf than the program's SDKs.
 """
 
 import sys

@@ -37,8 +37,9 @@ def render_service_account(
 ) -> dict[str, Any]:
     """A KSA; with ``gsa_email`` it carries the Workload Identity annotation that binds it to the GSA.
 
-    Token automount stays on: TPU workloads (JAX, Ray, Pathways) call the Kubernetes API for peer
-    discovery only through injected env vars, but the GCS FUSE sidecar and Ray need the token.
+    No pod of the workloads calls the Kubernetes API (see ``API_TOKEN``), so the KSA does not mount
+    its token by default either; a pod that needs it must say so on its own spec. Workload Identity
+    does not need the mounted token: the GKE metadata server answers for the pod's KSA.
     """
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": common_labels(stack, "identity")}
     merged = dict(annotations or {})
@@ -46,10 +47,36 @@ def render_service_account(
         merged[WI_ANNOTATION] = gsa_email
     if merged:
         meta["annotations"] = merged
-    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta, "automountServiceAccountToken": False}
 
 
 # ---- pod templates and the baseline security every one of them gets
+
+API_TOKEN = "automountServiceAccountToken"
+"""Pod field: mount the KSA's Kubernetes API token into the containers. Off on every pod template
+unless its renderer sets it to true, because none of the workload pods calls the Kubernetes API:
+
+* Google APIs (GCS: checkpoints, Saxml state, Pathways scratch) go through Workload Identity, and
+  on GKE that is the GKE metadata server answering for the pod's KSA; the pod's own token is not
+  used (GKE docs, "About Workload Identity Federation for GKE": the metadata server intercepts the
+  pod's credential requests). GCE_METADATA pods act as the node's account, no token either.
+* GCS FUSE volumes (vLLM, Ray): the kubelet requests a KSA token for the CSI driver itself
+  (CSIDriver ``tokenRequests``) and the sidecar gets credentials from the GKE metadata server
+  (GoogleCloudPlatform/gcs-fuse-csi-driver#460; only host-network pods, which none of ours is, get
+  an injected token volume, independently of this field).
+* LeaderWorkerSet and JobSet pods: ``LWS_LEADER_ADDRESS``, ``TPU_WORKER_HOSTNAMES``/``TPU_WORKER_ID``
+  are written into the pod by the controllers' admission webhooks (lws ``pkg/utils/accelerators/
+  tpu.go`` AddTPUVariables; GKE's TPU webhook for Indexed Jobs), not read from the API by the pod.
+* Ray head/workers and the RayJob submitter: the only Ray component that calls the API is the
+  KubeRay autoscaler sidecar, which this RayCluster does not enable; ``ray job submit`` talks to the
+  head's dashboard over HTTP. Saxml servers and the publish Job talk gRPC/HTTP to each other and GCS.
+* The checkpoint converter downloads from Meta and writes to GCS.
+
+The one pod that keeps its token is the Custom Metrics Stackdriver Adapter (an aggregated API
+server: it reads pods/nodes and delegates authentication to the API server), rendered in
+``components.render.vllm`` with the token set explicitly; ``components.scan`` lists it, with that
+reason, as the only pod allowed to fail checkov's CKV_K8S_38.
+"""
 
 
 def pod_template_paths(obj: Mapping[str, Any]) -> list[tuple[str | int, ...]]:
@@ -113,6 +140,7 @@ def _secure_container(container: Mapping[str, Any]) -> dict[str, Any]:
 
 def _secure_template(template: Mapping[str, Any]) -> dict[str, Any]:
     spec = dict(template.get("spec") or {})
+    spec.setdefault(API_TOKEN, False)  # see API_TOKEN: only a pod that calls the API sets it to true
     pod_ctx = dict(spec.get("securityContext") or {})
     pod_ctx.setdefault("seccompProfile", {"type": "RuntimeDefault"})
     spec["securityContext"] = pod_ctx
@@ -124,7 +152,8 @@ def _secure_template(template: Mapping[str, Any]) -> dict[str, Any]:
 
 def with_baseline_security(obj: Mapping[str, Any]) -> dict[str, Any]:
     """``obj`` with GKE Autopilot's container baseline on every pod template: the runtime's default
-    seccomp profile, no privilege escalation (unless the container is privileged) and no NET_RAW.
+    seccomp profile, no privilege escalation (unless the container is privileged) and no NET_RAW;
+    and no Kubernetes API token unless the renderer asked for one (``API_TOKEN``).
 
     Autopilot applies exactly this to all pods, TPU workloads included, which is why it is safe to
     apply here to every workload without per-image testing; settings a renderer chose are kept.

@@ -30,6 +30,7 @@ from typing import Any
 import pulumi
 
 from components.capacity import StackPlan
+from components.render import netpol
 from components.render.core import common_labels
 from components.specs.jetstream import (
     GRPC_PORT,
@@ -45,6 +46,20 @@ SERVICE_NAME = "jetstream-svc"
 CONVERTER_JOB_NAME = "checkpoint-converter"
 META_URL_SECRET = "meta-checkpoint-url"
 META_URL_KEY = "url"
+META_URL_ENV = "META_URL"
+CONVERTER_ENTRYPOINT = "/usr/bin/checkpoint_converter.sh"
+"""The converter image's ENTRYPOINT (ai-on-gke tutorials-and-examples inference-servers/checkpoints/Dockerfile)."""
+# The Meta URL is a bearer credential (a signed download URL). The entrypoint reads it from $META_URL
+# when --meta_url is not given (the variable is never reset before its option loop) and feeds it to
+# `llama download` on stdin, so passing it through the environment keeps it out of every process's
+# argv (/proc/<pid>/cmdline, visible to anything that lists processes on the node). The script also
+# echoes it ("Meta url=...", "META_URL: ..."), so this wrapper runs the entrypoint with the Job's
+# args and masks the URL in its log lines (bash builtins only: the value never becomes an argument).
+CONVERTER_WRAPPER = """set -o pipefail
+"$0" "$@" 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
+  printf '%s\\n' "${line//"$META_URL"/[meta-url redacted]}"
+done
+"""
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 CONVERTER_TAINT_KEY = "gke-tpu-llm/checkpoint-converter"
 
@@ -333,9 +348,12 @@ def render_lws(
         "livenessProbe": _http_probe(HEALTH_PERIOD_SECONDS, spec.health_failure_threshold),
         "readinessProbe": _http_probe(HEALTH_PERIOD_SECONDS, spec.health_failure_threshold),
     }
-    if shape.mode == "disaggregated":
-        # As seed 003 (and the Pathways doc's disaggregated variant); not needed by the interleaved seed.
-        jax_tpu["securityContext"] = {"capabilities": {"add": ["SYS_PTRACE", "NET_ADMIN", "SYS_TIME"]}}
+    # improvement: no added capabilities. Seed 003 (and the GKE tutorial's copy of it) adds
+    # SYS_PTRACE, NET_ADMIN and SYS_TIME to the disaggregated jax-tpu without a word on why, and the
+    # same container runs without them in the interleaved seed 000. jax-tpu holds no TPU (the
+    # workers do); it serves gRPC and talks to the Pathways proxy over the pod network, which needs
+    # none of them: SYS_PTRACE is for debuggers and profilers attaching to other processes,
+    # NET_ADMIN for changing interfaces, routes and firewall rules, SYS_TIME for setting the clock.
 
     leader_containers: list[dict[str, Any]] = [
         {
@@ -476,7 +494,7 @@ def converter_args(stack: StackPlan, bucket: Any) -> list[Any]:
     args: list[Any] = [
         concat("--bucket_name=", bucket),
         "--inference_server=jetstream-maxtext",
-        "--meta_url=$(META_URL)",
+        # no --meta_url: the entrypoint reads $META_URL (CONVERTER_WRAPPER), never argv
         f"--model_name={profile.converter_model_name}",
         f"--model_path={conversion.meta_model_id or profile.meta_model_id}",
         concat("--output_directory=", gcs(bucket, spec.checkpoint_dir(model))),
@@ -520,10 +538,11 @@ def render_conversion_job(
                             "name": "inference-checkpoint",
                             "image": conversion.image,
                             "imagePullPolicy": "IfNotPresent",
+                            "command": ["/bin/bash", "-c", CONVERTER_WRAPPER, CONVERTER_ENTRYPOINT],
                             "args": converter_args(stack, checkpoint_bucket),
                             "env": [
                                 {
-                                    "name": "META_URL",
+                                    "name": META_URL_ENV,
                                     "valueFrom": {"secretKeyRef": {"name": META_URL_SECRET, "key": META_URL_KEY}},
                                 }
                             ],
@@ -586,3 +605,28 @@ def manifests(
             ),
         ]
     return objs
+
+
+# ---------------------------------------------------------------- network flows (components.render.netpol)
+
+
+def network_intents(stack: StackPlan) -> tuple[netpol.Intent, ...]:
+    """Who reaches the JetStream/Pathways pods, and why (ports come from the rendered objects)."""
+    group = netpol.roles("jetstream-leader", "pathways-worker")
+    return (
+        netpol.Flow(
+            "pathways-group",
+            to=group,
+            ports=netpol.ALL_PORTS,
+            sources=(group,),
+            why="one LWS group is one Pathways program: workers register with the resource manager on the leader "
+            "(--resource_manager_address), the resource manager and IFRT proxy drive the workers' --server_port, and "
+            "Pathways and the TPU runtime open ports no container declares (upstream pathways-job declares 29005, "
+            "29006, 8471 and 8080 for a worker started with --server_port=29005 only)",
+        ),
+        netpol.ServiceClients(
+            "jetstream-http",
+            SERVICE_NAME,
+            why="clients of the ClusterIP Service (pods of this namespace; kubectl port-forward needs no rule)",
+        ),
+    )

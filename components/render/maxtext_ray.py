@@ -29,6 +29,7 @@ from components.capacity import StackPlan, workload_of
 from components.catalog.models import MODELS
 from components.catalog.tpu import TPU_RESOURCE, TpuSlice
 from components.config import StackConfig
+from components.render import netpol
 from components.render.core import common_labels
 
 CLUSTER_NAME = "maxtext-tpu-cluster"
@@ -352,3 +353,29 @@ def logs_command(stack: StackPlan) -> str:
 
 def dashboard_command(stack: StackPlan) -> str:
     return f"kubectl port-forward svc/{HEAD_SERVICE} {DASHBOARD_PORT}:{DASHBOARD_PORT} -n {stack.config.namespace}"
+
+
+# ---------------------------------------------------------------- network flows (components.render.netpol)
+
+
+def network_intents(stack: StackPlan) -> tuple[netpol.Intent, ...]:
+    """Who reaches the Ray pods, and why (ports come from the rendered objects, by port name)."""
+    cluster = netpol.roles("ray-head", "ray-worker")
+    return (
+        netpol.Flow(
+            "ray-cluster",
+            to=cluster,
+            ports=netpol.ALL_PORTS,
+            sources=(cluster,),
+            why="head and workers of one Ray cluster: GCS, raylet, object manager and worker ports Ray picks at "
+            "start (KubeRay's own NetworkPolicy allows every port within a RayCluster for the same reason)",
+        ),
+        netpol.Flow(
+            "ray-job-api",
+            to=netpol.roles("ray-head"),
+            ports=netpol.PortNames(("dashboard",)),
+            sources=(netpol.roles("ray-job"), netpol.InNamespace(netpol.KUBE_SYSTEM)),
+            why="the job API runs code: only the RayJob's submitter (ray job submit) and KubeRay's RayJob controller "
+            "(GetJobInfo; GKE hosts the operator, its traffic comes from kube-system) may call it",
+        ),
+    )

@@ -30,6 +30,7 @@ import pulumi
 from components.capacity import StackPlan
 from components.catalog.models import MODELS
 from components.endpoints import INTERNAL_LB_ANNOTATION
+from components.render import netpol
 from components.render.core import common_labels
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -413,7 +414,8 @@ def render_publish_job(stack: StackPlan, *, namespace: str) -> dict[str, Any]:
                                 {"name": "SAX_CHECKPOINT", "value": publish.checkpoint},
                                 {"name": "SAX_REPLICAS", "value": str(publish_replicas(stack))},
                             ],
-                            "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}},
+                            # sh + curl on small JSON bodies; the limit bounds a runaway loop (checkov CKV_K8S_13).
+                            "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,
                                 "readOnlyRootFilesystem": True,
@@ -451,3 +453,52 @@ def render_saxml(stack: StackPlan, *, namespace: str, service_account: str, buck
         http_service=render_http_service(stack, namespace=namespace),
         publish_job=render_publish_job(stack, namespace=namespace) if publish.enabled else None,
     )
+
+
+# ---------------------------------------------------------------- network flows (components.render.netpol)
+
+
+def network_intents(stack: StackPlan) -> tuple[netpol.Intent, ...]:
+    """Who reaches the Saxml pods, and why (ports come from the rendered objects, by port name)."""
+    intents: list[netpol.Intent] = [
+        netpol.Flow(
+            "sax-admin",
+            to=netpol.roles(ADMIN_NAME),
+            ports=netpol.PortNames(("admin",)),
+            sources=(netpol.roles(MODEL_SERVER_JOB_NAME, HTTP_NAME),),
+            why="model servers join the cell at the admin server; the HTTP server's Sax client looks models up and "
+            "publishes through it (both find its address in the cell's location file under SAX_ROOT)",
+        ),
+        netpol.Flow(
+            "sax-model-server",
+            to=netpol.roles(MODEL_SERVER_JOB_NAME),
+            ports=netpol.PortNames(("model-server",)),
+            sources=(netpol.roles(ADMIN_NAME, HTTP_NAME),),
+            why="the admin server loads published models onto the model servers; the HTTP server's Sax client sends "
+            "requests straight to them",
+        ),
+        netpol.Flow(
+            "sax-model-server-peers",
+            to=netpol.roles(MODEL_SERVER_JOB_NAME),
+            ports=netpol.ALL_PORTS,
+            sources=(netpol.roles(MODEL_SERVER_JOB_NAME),),
+            why="the hosts of a slice run one SPMD program: the TPU runtime (8471), the JAX coordinator on worker 0 "
+            "(8476) and ports the runtime picks itself",
+        ),
+        netpol.ServiceClients(
+            "sax-http",
+            HTTP_SERVICE_NAME,
+            why="clients of the internal load balancer (who reaches it is the Service's and the VPC's to decide)",
+        ),
+    ]
+    if stack.config.workload.saxml.publish.enabled:
+        intents.append(
+            netpol.Flow(
+                "sax-publish",
+                to=netpol.roles(HTTP_NAME),
+                ports=netpol.PortNames(("http",)),
+                sources=(netpol.roles(PUBLISH_NAME),),
+                why="the publish Job calls the HTTP server (SAX_HTTP_ADDRESS) to publish the model",
+            )
+        )
+    return tuple(intents)

@@ -26,6 +26,7 @@ from typing import Any
 
 from components.capacity import StackPlan
 from components.endpoints import AUTH_ANNOTATION, INTERNAL_LB_ANNOTATION
+from components.render import netpol
 from components.render.core import common_labels
 from components.specs.vllm import API_KEY_SECRET, pool_nodes
 
@@ -428,6 +429,9 @@ def render_metrics_adapter(stack: str, version: str) -> list[dict[str, Any]]:
                     "metadata": {"labels": {**labels, **ADAPTER_LABELS, "kubernetes.io/cluster-service": "true"}},
                     "spec": {
                         "serviceAccountName": ADAPTER_NAME,
+                        # The one pod that calls the Kubernetes API (render.core.API_TOKEN): an
+                        # aggregated API server reading pods/nodes and delegating authentication.
+                        "automountServiceAccountToken": True,
                         "containers": [
                             {
                                 "name": "pod-custom-metrics-stackdriver-adapter",
@@ -475,3 +479,32 @@ def render_metrics_adapter(stack: str, version: str) -> list[dict[str, Any]]:
             "subjects": [{"kind": "ServiceAccount", "name": "horizontal-pod-autoscaler", "namespace": "kube-system"}],
         },
     ]
+
+
+# ---------------------------------------------------------------- network flows (components.render.netpol)
+
+
+def network_intents(plan: StackPlan) -> tuple[netpol.Intent, ...]:
+    """Who reaches the vLLM pods, and why (ports come from the Service and the PodMonitoring)."""
+    return (
+        netpol.ServiceClients(
+            "vllm-api",
+            NAME,
+            why="clients of the load balancer (who reaches it is the Service's source ranges, the VPC and the API key)",
+        ),
+        netpol.Scrapes("vllm-metrics", NAME, why="Managed Prometheus scrapes /metrics for the HPA's metric"),
+    )
+
+
+def adapter_network_intents() -> tuple[netpol.Intent, ...]:
+    """Who reaches the Custom Metrics Stackdriver Adapter (namespace custom-metrics), and why."""
+    return (
+        netpol.ServiceClients(
+            "custom-metrics-api",
+            ADAPTER_NAME,
+            sources=(netpol.ANYWHERE,),
+            why="kube-apiserver proxies custom.metrics.k8s.io and external.metrics.k8s.io (the APIServices) to this "
+            "Service from the control plane, an address no selector names; requests are authenticated by the API "
+            "server (auth-delegator)",
+        ),
+    )

@@ -126,7 +126,10 @@ class SaxmlSpec(Spec):
     )
 
     def bucket_needs(self, config: Any) -> tuple[BucketNeed, ...]:
-        """The admin server keeps its state in the `sax` bucket and must be able to write it."""
+        """The admin server keeps its state in the `sax` bucket and must be able to write it: it
+        creates, overwrites and deletes objects under sax-root, which roles/storage.objectUser allows
+        (storage.objects.create/get/list/update/delete). objectAdmin adds only object IAM policies
+        and retention overrides, which nothing here uses (every stack bucket has uniform access)."""
         return (
             BucketNeed(
                 BUCKET_KEY,
@@ -134,7 +137,6 @@ class SaxmlSpec(Spec):
                 "does not let the admin server write its state",
                 purpose="the Saxml admin server's state",
                 label="saxml-admin-state",
-                suggest="roles/storage.objectAdmin",
             ),
         )
 

@@ -1,0 +1,75 @@
+"""Read each stack's GitHub environment from the offline plans (`python -m components plan`).
+
+The environment a stack deploys to is the stack file's own `gke-tpu-llm:environment`, which the
+offline plan resolves and validates; the workflows read it here instead of keeping a list.
+
+    stack_environments.py environment PLAN.json
+        The environment of one stack (`plan STACK --json`); exits 1 when it is missing.
+    stack_environments.py matrix --exclude prod HEAD.json [BASE.json ...]
+        A JSON list of the stacks in HEAD.json (`plan --all --json`) for a job matrix, leaving out
+        every stack whose environment is excluded in ANY of the files: with the base commit's plans
+        too, a pull request that moves a stack out of prod still does not get it previewed.
+
+Standard library only: it runs before anything else is set up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+
+
+def _plans(path: Path) -> dict[str, dict[str, Any]]:
+    """stack -> plan, from either one plan object or `plan --all --json`'s mapping."""
+    doc = json.loads(path.read_text())
+    if not isinstance(doc, dict):
+        raise SystemExit(f"{path}: expected a JSON object, got {type(doc).__name__}")
+    if "stack" in doc and isinstance(doc.get("stack"), str):
+        return {doc["stack"]: doc}
+    return {str(stack): plan for stack, plan in doc.items() if isinstance(plan, dict)}
+
+
+def environment_of(plan: dict[str, Any], where: str) -> str:
+    env = plan.get("environment")
+    if not isinstance(env, str) or not _NAME.match(env):
+        raise SystemExit(f"{where}: no valid environment in the plan (got {env!r})")
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("environment", help="the environment of one stack's plan")
+    one.add_argument("plan", type=Path)
+    many = sub.add_parser("matrix", help="JSON list of stacks whose environment is not excluded")
+    many.add_argument("--exclude", action="append", default=[], metavar="ENVIRONMENT")
+    many.add_argument("plans", type=Path, nargs="+")
+    args = parser.parse_args(argv)
+
+    if args.command == "environment":
+        plans = _plans(args.plan)
+        if len(plans) != 1:
+            raise SystemExit(f"{args.plan}: expected the plan of one stack, found {len(plans)}")
+        ((stack, plan),) = plans.items()
+        print(environment_of(plan, stack))
+        return 0
+
+    stacks = set(_plans(args.plans[0]))
+    excluded = {
+        stack
+        for path in args.plans
+        for stack, plan in _plans(path).items()
+        if environment_of(plan, f"{path}: {stack}") in args.exclude
+    }
+    print(json.dumps(sorted(stacks - excluded)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
