@@ -143,6 +143,13 @@ class ClusterHardeningSpec(Spec):
         description="Shielded GKE nodes (verifiable node identity and boot integrity; CIS GKE 6.5.5). Defaults to on "
         "because it is GKE's default and costs nothing; off only for an image that cannot boot shielded.",
     )
+    secure_boot: bool = Field(
+        True,
+        description="Secure Boot on the CPU node pools (system, checkpoint converter): only signed boot components "
+        "run. Defaults to on because GKE's node images are signed; the TPU pools keep GKE's default (integrity "
+        "monitoring on, Secure Boot off) because GKE documents no Secure Boot for TPU VM node images, and the "
+        "setting is create-only: changing it replaces the pools it applies to.",
+    )
     private_nodes: bool = Field(
         False,
         description="Nodes get internal IP addresses only. Defaults to off because the workloads pull images from "

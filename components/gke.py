@@ -58,6 +58,13 @@ def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
     )
 
 
+def cpu_shielding(config: StackConfig) -> gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs:
+    """Shielded VM settings of the CPU pools (``cluster.hardening.secureBoot``; create-only upstream)."""
+    return gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+        enable_secure_boot=config.cluster.hardening.secure_boot, enable_integrity_monitoring=True
+    )
+
+
 class GkeCluster(pulumi.ComponentResource):
     """Standard GKE cluster + CPU system pool + a Kubernetes provider for it."""
 
@@ -166,6 +173,7 @@ class GkeCluster(pulumi.ComponentResource):
                 # The stack's node account (identity.NodeServiceAccount), not the Compute Engine default.
                 service_account=self.node_service_account,
                 workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+                shielded_instance_config=cpu_shielding(config),
                 resource_labels=config.labels,
             ),
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),

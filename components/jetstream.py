@@ -26,7 +26,7 @@ from components import k8s as k8s_objects
 from components.capacity import StackPlan
 from components.config import NAMESPACE
 from components.controllers import HelmController
-from components.gke import CLOUD_PLATFORM_SCOPE, GkeCluster
+from components.gke import CLOUD_PLATFORM_SCOPE, GkeCluster, cpu_shielding
 from components.identity import WorkloadIdentity
 from components.netpol import network_policies
 from components.render import jetstream as render
@@ -81,6 +81,7 @@ class CheckpointConversion(pulumi.ComponentResource):
                 # the bucket as the workload's KSA through Workload Identity.
                 service_account=cluster.node_service_account,
                 workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+                shielded_instance_config=cpu_shielding(config),
                 taints=[
                     gcp.container.NodePoolNodeConfigTaintArgs(key=render.CONVERTER_TAINT_KEY, value="true", effect="NO_SCHEDULE")
                 ],

@@ -54,3 +54,16 @@ def test_bad_authorized_networks_name_the_key(hardening: dict[str, Any], message
     with pytest.raises(ConfigError) as info:
         make_config(cluster={"hardening": hardening})
     assert any(str(v).startswith(message) for v in info.value.violations)
+
+
+def test_cpu_pools_boot_securely_and_tpu_pools_keep_gke_defaults() -> None:
+    from tests.conftest import planned
+
+    for res in planned("llama-405b").resources:
+        if res.type != "gcp:container/nodePool:NodePool":
+            continue
+        shielding = res.inputs["nodeConfig"].get("shieldedInstanceConfig")
+        if res.inputs["name"].startswith("tpu-"):
+            assert shielding is None
+        else:  # system and ckpt-convert
+            assert shielding == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
