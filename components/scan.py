@@ -101,6 +101,21 @@ RAY_HEAD = "Pod/maxtext-tpu-cluster-headgroupspec-template"
 RAY_WORKER = "Pod/maxtext-tpu-cluster-workergroupspecs-*-template"
 RAY_SUBMITTER = "Pod/*-submitterpodtemplate"
 
+# Pods that run as their image's (root) user, and why: the reason for runAsNonRoot and a high UID alike.
+RUNS_AS_IMAGE_USER: Mapping[str, str] = {
+    VLLM: _IMAGE_USER.format(upstream="vllm-llama3-70b.yaml"),
+    LWS_LEADER: _IMAGE_USER.format(upstream="jetstream-pathways-*.yaml"),
+    LWS_WORKER: _IMAGE_USER.format(upstream="jetstream-pathways-*.yaml"),
+    SAX_ADMIN: _IMAGE_USER.format(upstream="sax-admin-server.yaml"),
+    SAX_HTTP: _IMAGE_USER.format(upstream="sax-http.yaml"),
+    SAX_MODEL_SERVER: _IMAGE_USER.format(upstream="sax-model-server-set.yaml"),
+    CONVERTER: "runs as root, the image's user: its entrypoint downloads into /root/.llama",
+    ADAPTER: _IMAGE_USER.format(upstream="adapter_new_resource_model.yaml"),
+    RAY_HEAD: _RAY_USER,
+    RAY_WORKER: _RAY_USER,
+    RAY_SUBMITTER: _RAY_USER,
+}
+
 # Checks some resources fail by design: check -> {"Kind/name" (glob): why this resource fails it}.
 SCOPED_SKIPS: Mapping[str, Mapping[str, str]] = {
     "CKV_K8S_38": {  # service-account token mounted (components/render/core.py API_TOKEN)
@@ -155,32 +170,8 @@ SCOPED_SKIPS: Mapping[str, Mapping[str, str]] = {
         RAY_SUBMITTER: "the Ray CLI writes its session and log files under /tmp/ray",
         ADAPTER: f"{_AS_PUBLISHED}; not tested on a read-only root",
     },
-    "CKV_K8S_23": {  # runAsNonRoot
-        VLLM: _IMAGE_USER.format(upstream="vllm-llama3-70b.yaml"),
-        LWS_LEADER: _IMAGE_USER.format(upstream="jetstream-pathways-*.yaml"),
-        LWS_WORKER: _IMAGE_USER.format(upstream="jetstream-pathways-*.yaml"),
-        SAX_ADMIN: _IMAGE_USER.format(upstream="sax-admin-server.yaml"),
-        SAX_HTTP: _IMAGE_USER.format(upstream="sax-http.yaml"),
-        SAX_MODEL_SERVER: _IMAGE_USER.format(upstream="sax-model-server-set.yaml"),
-        CONVERTER: "runs as root, the image's user: its entrypoint downloads into /root/.llama",
-        ADAPTER: _IMAGE_USER.format(upstream="adapter_new_resource_model.yaml"),
-        RAY_HEAD: _RAY_USER,
-        RAY_WORKER: _RAY_USER,
-        RAY_SUBMITTER: _RAY_USER,
-    },
-    "CKV_K8S_40": {  # UID >= 10000
-        VLLM: _IMAGE_USER.format(upstream="vllm-llama3-70b.yaml"),
-        LWS_LEADER: _IMAGE_USER.format(upstream="jetstream-pathways-*.yaml"),
-        LWS_WORKER: _IMAGE_USER.format(upstream="jetstream-pathways-*.yaml"),
-        SAX_ADMIN: _IMAGE_USER.format(upstream="sax-admin-server.yaml"),
-        SAX_HTTP: _IMAGE_USER.format(upstream="sax-http.yaml"),
-        SAX_MODEL_SERVER: _IMAGE_USER.format(upstream="sax-model-server-set.yaml"),
-        CONVERTER: "runs as root, the image's user: its entrypoint downloads into /root/.llama",
-        ADAPTER: _IMAGE_USER.format(upstream="adapter_new_resource_model.yaml"),
-        RAY_HEAD: _RAY_USER,
-        RAY_WORKER: _RAY_USER,
-        RAY_SUBMITTER: _RAY_USER,
-    },
+    "CKV_K8S_23": RUNS_AS_IMAGE_USER,  # runAsNonRoot
+    "CKV_K8S_40": RUNS_AS_IMAGE_USER,  # UID >= 10000
     "CKV_K8S_8": {  # liveness probe on every container
         LWS_LEADER: "jax-tpu has the liveness probe (jetstream-http's /healthcheck covers the serving path); the proxy, "
         "resource manager and HTTP front end have no health endpoint, and any container's failure recreates the group",

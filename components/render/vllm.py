@@ -177,26 +177,25 @@ def probes(plan: StackPlan) -> dict[str, dict[str, Any]]:
     }
 
 
-def render_api_key_secret(stack: str, namespace: str, key: Any) -> dict[str, Any]:
-    """The endpoint's API key (a secret Output in Pulumi; the offline engine shows a placeholder)."""
+def _secret(name: str, stack: str, namespace: str, value: Any) -> dict[str, Any]:
+    """A one-key Opaque Secret (``value`` is a secret Output in Pulumi; offline, a placeholder)."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": API_KEY_SECRET_NAME, "namespace": namespace, "labels": common_labels(stack, NAME)},
+        "metadata": {"name": name, "namespace": namespace, "labels": common_labels(stack, NAME)},
         "type": "Opaque",
-        "stringData": {SECRET_KEY: key},
+        "stringData": {SECRET_KEY: value},
     }
+
+
+def render_api_key_secret(stack: str, namespace: str, key: Any) -> dict[str, Any]:
+    """The endpoint's API key, read by vLLM as ``VLLM_API_KEY``."""
+    return _secret(API_KEY_SECRET_NAME, stack, namespace, key)
 
 
 def render_hf_secret(stack: str, namespace: str, token: Any) -> dict[str, Any]:
-    """The Hugging Face token (a secret Output in Pulumi; the offline engine shows a placeholder)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": SECRET_NAME, "namespace": namespace, "labels": common_labels(stack, NAME)},
-        "type": "Opaque",
-        "stringData": {SECRET_KEY: token},
-    }
+    """The Hugging Face token, read by vLLM as ``HF_TOKEN``."""
+    return _secret(SECRET_NAME, stack, namespace, token)
 
 
 def render_deployment(plan: StackPlan, *, namespace: str, service_account: str, bucket_name: Any) -> dict[str, Any]:
