@@ -232,7 +232,7 @@ def _review(base_path: str, head_path: str, stack: str | None) -> int:
     except DocumentError as error:
         print(f"review: {error}", file=sys.stderr)
         return 2
-    print(render_comment(changes), end="")
+    print(render_comment(changes, head), end="")
     refused = [c.stack for c in changes if c.refused]
     if refused:
         print(f"refused: {', '.join(refused)} (see the comment for what must land first)", file=sys.stderr)

@@ -155,13 +155,15 @@ class ClusterHardeningSpec(Spec):
         description="Nodes get internal IP addresses only. Defaults to off because the workloads pull images from "
         "Docker Hub and weights from Hugging Face, and private nodes reach the internet only through Cloud NAT, "
         "which this stack does not create; turn on where the VPC has Cloud NAT (or only Google-hosted images and "
-        "buckets are used). Updated in place on a live cluster.",
+        "buckets are used). Turned on in place on a live cluster; removing the key later leaves it on (the provider "
+        "keeps a block the program stops sending).",
     )
     authorized_networks: list[str] | None = Field(
         None,
         description="CIDRs allowed to reach the cluster's control-plane endpoint (master authorized networks). "
         "Unset allows any address, because GitHub-hosted runners and laptops have no fixed ranges and every "
-        "request is still authenticated with Google IAM; set your CI and office ranges to close the endpoint.",
+        "request is still authenticated with Google IAM; set your CI and office ranges to close the endpoint. "
+        "Changed in place; removing the key later leaves the last ranges in force (the provider keeps the block).",
     )
     binary_authorization: bool = Field(
         False,
@@ -180,6 +182,18 @@ class ClusterHardeningSpec(Spec):
                 ipaddress.ip_network(cidr, strict=True)
             except ValueError:
                 rules.append(rule(f"authorizedNetworks.{i}", cidr, "is not a CIDR network", "e.g. 203.0.113.0/24", "fix it"))
+        from components.endpoints import covers_everyone
+
+        if covers_everyone(self.authorized_networks or []):
+            rules.append(
+                rule(
+                    "authorizedNetworks",
+                    list(self.authorized_networks or []),
+                    "admits every address, which is what leaving the key unset does",
+                    "the ranges pulumi and kubectl run from",
+                    "list narrower ranges, or remove the key",
+                )
+            )
         if self.authorized_networks is not None and not self.authorized_networks:
             rules.append(
                 rule(
@@ -230,7 +244,8 @@ class ClusterSpec(Spec):
     )
     hardening: ClusterHardeningSpec = Field(
         default_factory=ClusterHardeningSpec,
-        description="Control-plane and node hardening; every setting here is updated in place on a live cluster.",
+        description="Control-plane and node hardening: the cluster settings are updated in place on a live cluster; "
+        "secureBoot is create-only on the CPU pools it applies to.",
     )
     dataplane: Literal["v2", "legacy"] = Field(
         "v2",

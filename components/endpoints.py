@@ -9,6 +9,7 @@ endpoints that enforce it). Pure functions over manifests; no Pulumi import.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,25 @@ from typing import Any
 INTERNAL_LB_ANNOTATION = "networking.gke.io/load-balancer-type"
 AUTH_ANNOTATION = "gke-tpu-llm/auth"
 EVERYONE = frozenset({"0.0.0.0/0", "::/0"})
+
+
+def covers_everyone(cidrs: Iterable[str]) -> bool:
+    """True when the ranges together admit every IPv4 or every IPv6 address (``0.0.0.0/0``,
+    ``::0/0``, or ``0.0.0.0/1`` + ``128.0.0.0/1``); unparsable entries are ignored (validated elsewhere)."""
+    v4: list[ipaddress.IPv4Network] = []
+    v6: list[ipaddress.IPv6Network] = []
+    for cidr in cidrs:
+        try:
+            net = ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            continue
+        if isinstance(net, ipaddress.IPv4Network):
+            v4.append(net)
+        else:
+            v6.append(net)
+    return any(n.prefixlen == 0 for n in ipaddress.collapse_addresses(v4)) or any(
+        n.prefixlen == 0 for n in ipaddress.collapse_addresses(v6)
+    )
 
 
 @dataclass(frozen=True)
@@ -31,7 +51,7 @@ class Endpoint:
 
     @property
     def who(self) -> str:
-        ranges = [r for r in self.source_ranges if r not in EVERYONE]
+        ranges = [] if covers_everyone(self.source_ranges) else list(self.source_ranges)
         if self.outside_vpc:
             scope = f"clients in {', '.join(ranges)}" if ranges else "anyone on the internet"
         else:

@@ -26,6 +26,9 @@ COMMENT_MARKER = "<!-- gke-tpu-llm:plan-review -->"
 """First line of the comment, so the workflow updates its own comment instead of adding more."""
 GUARDED_TYPES = step_model.GUARDED_TYPES
 MAX_DIFF_LINES = 400
+# An in-place update of the cluster's network policy (enabling Calico) makes GKE recreate every node:
+# "a rolling update of all cluster nodes, similar to performing a cluster upgrade" (GKE, quoted by the
+# CIS GKE Benchmark v1.5.0).
 REFUSED_EXIT = 2
 
 
@@ -87,6 +90,14 @@ class StackChange:
                 order = "deleted first" if step.delete_first else "new one created first, old one deleted at the end"
                 data = "; its objects are lost unless copied first" if step.type == step_model.BUCKET else ""
                 out.append(f"replaces {step.kind} `{step.name}` ({', '.join(step.replacing)}; {order}{data})")
+            elif step.op == "update" and step.type == step_model.CLUSTER:
+                prefixes = ("networkPolicy.", "addonsConfig.networkPolicyConfig")
+                recreating = [p for p in step.paths if p == "networkPolicy" or p.startswith(prefixes)]
+                if recreating:
+                    out.append(
+                        f"updates Cluster `{step.name}` in place, and GKE then recreates every node of the cluster, "
+                        f"TPU slices included, like a node upgrade ({', '.join(recreating)})"
+                    )
         return out
 
 
@@ -187,8 +198,21 @@ def _refusal(c: StackChange) -> list[str]:
     return lines
 
 
-def render_comment(changes: list[StackChange]) -> str:
+def exposed_endpoints(head: Mapping[str, Any]) -> list[str]:
+    """Every endpoint of every head stack reachable from outside the VPC (changed or not)."""
+    return [
+        f"`{stack}`: {line}"
+        for stack, plan in sorted(head.items())
+        if isinstance(plan, Mapping)
+        for line in endpoint_warnings(plan.get("manifests", []))
+    ]
+
+
+def render_comment(changes: list[StackChange], head: Mapping[str, Any] | None = None) -> str:
     lines = [COMMENT_MARKER, "## gke-tpu-llm plan review", ""]
+    exposed = exposed_endpoints(head or {})
+    if exposed:
+        lines += ["> [!WARNING]", "> Endpoints reachable from outside the VPC:", *(f"> - {e}" for e in exposed), ""]
     if not changes:
         lines.append("No stack changes: cloud resources and Kubernetes manifests are identical to the base branch.")
         return "\n".join(lines) + "\n"

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
 from components import engine
 from components.__main__ import print_plan
-from components.endpoints import EVERYONE, endpoints, warnings
-from components.review import compare_stack, render_comment
+from components.endpoints import covers_everyone, endpoints, warnings
+from components.review import render_comment
 from tests.conftest import STACKS, planned
-from tests.test_day2 import variant
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -19,7 +19,7 @@ def test_no_stack_exposes_an_endpoint_without_ranges_and_auth(stack: str) -> Non
     for endpoint in endpoints(planned(stack).manifests):
         if endpoint.outside_vpc:
             assert endpoint.source_ranges
-            assert not set(endpoint.source_ranges) & EVERYONE
+            assert not covers_everyone(endpoint.source_ranges)
             assert endpoint.auth
 
 
@@ -30,19 +30,37 @@ def test_internal_endpoints_are_listed_without_a_warning() -> None:
     assert not warnings(planned("llama-70b").manifests)
 
 
-def test_external_vllm_is_warned_in_plan_and_review(capsys: Any) -> None:
-    external = {"type": "external", "sourceRanges": ["203.0.113.0/24"], "auth": "api-key"}
-    head = variant("llama-70b", workload__vllm__service=external)
+def test_an_endpoint_outside_the_vpc_is_warned_in_plan_and_review_even_when_unchanged(capsys: Any) -> None:
+    """vLLM refuses external (tests/test_vllm.py); a Service made public by any other means is still
+    reported, in every comment, whether or not its stack changed."""
+    head = copy.deepcopy(engine.plan_json(planned("llama-70b")))
+    (svc,) = [m for m in head["manifests"] if m["kind"] == "Service" and m["metadata"]["name"] == "vllm"]
+    del svc["metadata"]["annotations"]["networking.gke.io/load-balancer-type"]
+    svc["spec"]["loadBalancerSourceRanges"] = ["0.0.0.0/1", "128.0.0.0/1"]  # everyone, in two halves
     (line,) = warnings(head["manifests"])
     assert line == (
-        "LoadBalancer Service llama-70b/vllm :8000 is reachable from outside the VPC by clients in 203.0.113.0/24, "
-        "authenticated by api-key"
+        "LoadBalancer Service llama-70b/vllm :8000 is reachable from outside the VPC by anyone on the internet, "
+        "without authentication"
     )
-    assert [e["outside_vpc"] for e in head["endpoints"] if e["name"] == "vllm"] == [True]
-    comment = render_comment([compare_stack("llama-70b", engine.plan_json(planned("llama-70b")), head)])
-    assert f"> Endpoint: {line}." in comment
+    comment = render_comment([], {"llama-70b": head})
+    assert f"> - `llama-70b`: {line}" in comment
+    assert "No stack changes" in comment
     print_plan(planned("llama-70b"))
     assert "endpoint: LoadBalancer Service llama-70b/vllm :8000 is reachable from inside the VPC only" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "everyone"),
+    [
+        (["0.0.0.0/0"], True),
+        (["::0/0"], True),
+        (["0.0.0.0/1", "128.0.0.0/1"], True),
+        (["10.0.0.0/8", "203.0.113.0/24"], False),
+        (["not-a-cidr"], False),
+    ],
+)
+def test_covers_everyone_parses_ranges(cidrs: list[str], everyone: bool) -> None:
+    assert covers_everyone(cidrs) is everyone
 
 
 def test_a_node_port_or_public_lb_without_annotation_is_outside_the_vpc() -> None:

@@ -44,6 +44,7 @@ def test_turning_hardening_on_never_replaces_the_cluster() -> None:
     ("hardening", "message"),
     [
         ({"authorizedNetworks": []}, "gke-tpu-llm:cluster.hardening.authorizedNetworks: [] would lock every client"),
+        ({"authorizedNetworks": ["0.0.0.0/1", "128.0.0.0/1"]}, "gke-tpu-llm:cluster.hardening.authorizedNetworks: ['0.0.0.0/1'"),
         (
             {"authorizedNetworks": ["10.0.0.1/8"]},
             "gke-tpu-llm:cluster.hardening.authorizedNetworks.0: '10.0.0.1/8' is not a CIDR",
@@ -67,3 +68,14 @@ def test_cpu_pools_boot_securely_and_tpu_pools_keep_gke_defaults() -> None:
             assert shielding is None
         else:  # system and ckpt-convert
             assert shielding == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
+
+
+def test_review_warns_that_enabling_calico_recreates_every_node() -> None:
+    from components.review import compare_stack
+    from tests.test_day2 import variant
+    from tests.test_netpol import before_network_policies
+
+    legacy = variant("llama-405b", cluster__dataplane="legacy")
+    change = compare_stack("llama-405b", before_network_policies(legacy), legacy)
+    assert any("GKE then recreates every node of the cluster, TPU slices included" in w for w in change.warnings)
+    assert not any("recreates every node" in w for w in compare_stack("llama-405b", legacy, legacy).warnings)

@@ -221,20 +221,22 @@ def test_render_service_internal_by_default_external_only_with_ranges_and_api_ke
     narrowed = render.render_service(vllm_plan(service={"sourceRanges": ["10.0.0.0/8"]}), namespace="llm")
     assert narrowed["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/8"]
     assert any("are not CIDR networks" in p for p in problems(workload={"vllm": {"service": {"sourceRanges": ["x"]}}}))
-    found = problems(workload={"vllm": {"service": {"type": "external"}}})
-    assert any(p.startswith("gke-tpu-llm:workload.vllm.service.sourceRanges: [] lets anyone on the internet") for p in found)
-    assert any(p.startswith("gke-tpu-llm:workload.vllm.service.auth: 'none' leaves an external model endpoint") for p in found)
-    everyone = problems(workload={"vllm": {"service": {"type": "external", "sourceRanges": ["0.0.0.0/0"], "auth": "api-key"}}})
-    assert any("lets anyone on the internet" in p for p in everyone)
-    external = vllm_plan(service={"type": "external", "sourceRanges": ["203.0.113.0/24"], "auth": "api-key"})
-    svc = render.render_service(external, namespace="llm")
+    # vLLM's API key leaves /invocations and others open, so nothing makes a public vLLM authenticated.
+    external = {"type": "external", "sourceRanges": ["203.0.113.0/24"], "auth": "api-key"}
+    (found,) = problems(workload={"vllm": {"service": external}})
+    assert found.startswith("gke-tpu-llm:workload.vllm.service.type: 'external' would put vLLM outside the VPC")
+    assert "/invocations" in found
+    keyed = vllm_plan(service={"auth": "api-key"})  # defence in depth behind the internal load balancer
+    svc = render.render_service(keyed, namespace="llm")
     assert svc["metadata"]["annotations"]["gke-tpu-llm/auth"] == "api-key"
-    assert "networking.gke.io/load-balancer-type" not in svc["metadata"]["annotations"]
-    container = deployment(external)["spec"]["template"]["spec"]["containers"][0]
+    assert svc["metadata"]["annotations"]["networking.gke.io/load-balancer-type"] == "Internal"
+    container = deployment(keyed)["spec"]["template"]["spec"]["containers"][0]
     key_env = {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-api-key", "key": "token"}}}
     assert key_env in container["env"]
     assert not any("api-key" in a or "api_key" in a for a in container["args"])  # never on the command line
-    assert "Authorization: Bearer $(pulumi config get gke-tpu-llm:vllmApiKey)" in render.curl_example(external, "llm")
+    curl = render.curl_example(keyed, "llm")
+    assert curl.startswith("pulumi config get gke-tpu-llm:vllmApiKey | sed 's/^/Authorization: Bearer /' | curl ")
+    assert curl.endswith(" -H @-")  # the key reaches curl on stdin, not in its argv
 
 
 def test_render_hpa_metric_choice_and_replicas_left_to_it() -> None:

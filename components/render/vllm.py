@@ -347,11 +347,13 @@ def curl_example(plan: StackPlan, namespace: str) -> str:
     """The tutorial's completion request against the Service's load balancer (with the API key,
     read from the stack's secret config, when the endpoint requires one)."""
     body = f'{{"model": "{model_id(plan)}", "prompt": "San Francisco is a", "max_tokens": 7, "temperature": 0}}'
-    auth = ""
-    if plan.config.workload.vllm.service.auth == "api-key":
-        auth = f' -H "Authorization: Bearer $(pulumi config get gke-tpu-llm:{API_KEY_SECRET})"'
     url = f"http://$({endpoint_command(namespace)}):{PORT}/v1/completions"
-    return f"curl {url}{auth} -H \"Content-Type: application/json\" -d '{body}'"
+    request = f"curl {url} -H \"Content-Type: application/json\" -d '{body}'"
+    if plan.config.workload.vllm.service.auth == "api-key":
+        # The header comes from stdin (curl -H @-), so the key is on no command line (ps shows argv).
+        key = f"pulumi config get gke-tpu-llm:{API_KEY_SECRET}"
+        return f"{key} | sed 's/^/Authorization: Bearer /' | {request} -H @-"
+    return request
 
 
 # ---------------------------------------------------------------- Custom Metrics Stackdriver Adapter

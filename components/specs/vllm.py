@@ -58,27 +58,27 @@ DEFAULT_TARGETS: dict[str, float] = {
 
 API_KEY_SECRET = "vllmApiKey"
 """Secret config key of the API key clients send as ``Authorization: Bearer <key>``."""
-EVERYONE = ("0.0.0.0/0", "::/0")
 
 
 class VllmServiceSpec(Spec):
     type: Literal["external", "internal"] = Field(
         "internal",
-        description="Load balancer of the Service on port 8000: 'internal' (a VPC-internal passthrough load "
-        "balancer) or 'external' (a public IP, as the seed). Defaults to internal because a model server is "
-        "reachable from outside the VPC only on purpose: external requires sourceRanges and auth: api-key.",
+        description="Load balancer of the Service on port 8000. Only 'internal' (a VPC-internal passthrough load "
+        "balancer) is accepted: 'external' (a public IP, as the seed) is refused because vLLM's API key does not "
+        "cover every inference path (/invocations answers without it), so a public vLLM would be unauthenticated.",
     )
     source_ranges: list[str] = Field(
         [],  # pydantic copies the default per instance
-        description="CIDRs allowed to reach the load balancer (Service loadBalancerSourceRanges). Empty: anyone "
-        "who can reach the load balancer (the VPC when internal); required, and never 0.0.0.0/0, when external.",
+        description="CIDRs inside the VPC allowed to reach the internal load balancer (Service "
+        "loadBalancerSourceRanges). Empty: the whole VPC.",
     )
     auth: Literal["none", "api-key"] = Field(
         "none",
-        description="Client authentication. 'api-key': vLLM requires `Authorization: Bearer <key>` on /v1 (the key "
-        f"is the secret config gke-tpu-llm:{API_KEY_SECRET}, handed to vLLM as VLLM_API_KEY from a Kubernetes "
-        "Secret, never on the command line; /health and /metrics stay open for probes and scraping). Defaults to "
-        "none because an internal endpoint is reachable only from the VPC; required when external.",
+        description="Client authentication, in depth behind the internal load balancer. 'api-key': vLLM requires "
+        f"`Authorization: Bearer <key>` on /v1, /v2 and /inference (the key is the secret config gke-tpu-llm:{API_KEY_SECRET}, "
+        "handed to vLLM as VLLM_API_KEY from a Kubernetes Secret, never on the command line; other paths such as "
+        "/invocations, /health and /metrics stay open, see type). Defaults to none because the endpoint is "
+        "reachable only from the VPC.",
     )
 
     @model_validator(mode="after")
@@ -95,28 +95,20 @@ class VllmServiceSpec(Spec):
         if bad:
             rules.append(rule("sourceRanges", bad, "are not CIDR networks", "e.g. 203.0.113.0/24", "use network/prefix notation"))
         if self.type == "external":
-            everyone = [c for c in self.source_ranges if c in EVERYONE]
-            if not self.source_ranges or everyone:
-                rules.append(
-                    rule(
-                        "sourceRanges",
-                        list(self.source_ranges),
-                        "lets anyone on the internet reach an external model endpoint",
-                        "the CIDRs of your clients, e.g. 203.0.113.0/24 (not 0.0.0.0/0)",
-                        "list your clients' ranges, or use type: internal",
-                    )
+            rules.append(
+                rule(
+                    "type",
+                    "external",
+                    "would put vLLM outside the VPC, and nothing this stack can set authenticates all of it: vLLM's "
+                    "API key guards only /v1, /v2 and /inference, while /invocations (the same completions), /pooling, "
+                    "/score, /tokenize and more answer without it (docs.vllm.ai security guide, 'API key "
+                    "authentication limitations'; vllm-project/vllm#58144 on v0.27)",
+                    "internal",
+                    "keep type: internal (reach it from the VPC or with kubectl port-forward); to serve clients "
+                    "outside the VPC, front the internal Service with your own authenticating proxy or an "
+                    "IAP-protected Gateway",
                 )
-            if self.auth == "none":
-                rules.append(
-                    rule(
-                        "auth",
-                        "none",
-                        "leaves an external model endpoint without authentication",
-                        "api-key",
-                        f"set auth: api-key and `pulumi config set --secret gke-tpu-llm:{API_KEY_SECRET} <key>`, "
-                        "or use type: internal",
-                    )
-                )
+            )
         raise_rules(rules)
         return self
 
