@@ -233,3 +233,20 @@ def test_workflows_stack_environments_refuses_a_plan_without_environment(tmp_pat
     assert proc.stdout == ""
     plan.write_text(json.dumps({"x": {"stack": "x"}}))
     assert _script("matrix", "--exclude", "prod", str(plan)).returncode != 0
+
+
+def test_workflows_deploy_keeps_a_prod_stack_prod_whatever_the_branch_says(tmp_path: Path) -> None:
+    for stack in STACKS:
+        proc = _script("file-environment", str(engine.stack_path(stack)))
+        assert (proc.returncode, proc.stdout.strip()) == (0, planned(stack).config.environment.value)
+    assert _script("file-environment", str(tmp_path / "Pulumi.new.yaml")).stdout.strip() == "none"
+    unset = tmp_path / "Pulumi.unset.yaml"
+    unset.write_text("config:\n  gcp:project: p\n")
+    assert _script("file-environment", str(unset)).stdout.strip() == "dev"
+    unset.write_text("config:\n  gke-tpu-llm:environment: [prod]\n")
+    assert _script("file-environment", str(unset)).returncode != 0
+    deploy = yaml.safe_load((WORKFLOWS_DIR / "deploy.yml").read_text())
+    steps = deploy["jobs"]["resolve"]["steps"]
+    assert any(s.get("with", {}).get("ref") == "main" and s["with"].get("path") == "main-ref" for s in steps)
+    (env_step,) = [s for s in steps if s.get("id") == "env"]
+    assert 'file-environment "main-ref/stacks/Pulumi.$STACK.yaml"' in env_step["run"]

@@ -5,6 +5,10 @@ offline plan resolves and validates; the workflows read it here instead of keepi
 
     stack_environments.py environment PLAN.json
         The environment of one stack (`plan STACK --json`); exits 1 when it is missing.
+    stack_environments.py file-environment Pulumi.STACK.yaml
+        The `gke-tpu-llm:environment` a stack file sets (`dev` when unset, `none` when the file does
+        not exist): deploy.yml reads main's copy, so a branch cannot turn a prod stack into dev.
+        Needs PyYAML (run it with the project's .venv).
     stack_environments.py matrix --exclude prod HEAD.json [BASE.json ...]
         A JSON list of the stacks in HEAD.json (`plan --all --json`) for a job matrix, leaving out
         every stack whose environment is excluded in ANY of the files: with the base commit's plans
@@ -42,16 +46,36 @@ def environment_of(plan: dict[str, Any], where: str) -> str:
     return env
 
 
+def file_environment(path: Path) -> str:
+    """The environment a stack file sets: ``dev`` when unset (the config default), ``none`` when the
+    file does not exist; an unreadable file or value is an error (the caller must not guess)."""
+    if not path.exists():
+        return "none"
+    import yaml  # the project's .venv has it; only this command needs it
+
+    doc = yaml.safe_load(path.read_text()) or {}
+    config = doc.get("config") if isinstance(doc, dict) else None
+    env = (config or {}).get("gke-tpu-llm:environment", "dev") if isinstance(config, dict) or config is None else None
+    if not isinstance(env, str) or not _NAME.match(env):
+        raise SystemExit(f"{path}: no valid gke-tpu-llm:environment (got {env!r})")
+    return env
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     one = sub.add_parser("environment", help="the environment of one stack's plan")
     one.add_argument("plan", type=Path)
+    file_env = sub.add_parser("file-environment", help="the environment a stack file sets")
+    file_env.add_argument("path", type=Path)
     many = sub.add_parser("matrix", help="JSON list of stacks whose environment is not excluded")
     many.add_argument("--exclude", action="append", default=[], metavar="ENVIRONMENT")
     many.add_argument("plans", type=Path, nargs="+")
     args = parser.parse_args(argv)
 
+    if args.command == "file-environment":
+        print(file_environment(args.path))
+        return 0
     if args.command == "environment":
         plans = _plans(args.plan)
         if len(plans) != 1:
