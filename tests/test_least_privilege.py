@@ -190,6 +190,7 @@ def test_the_converter_wrapper_keeps_the_url_out_of_argv_and_logs(tmp_path: Path
         'echo "args: $*"\n'
         'echo "Meta url=${META_URL}"\n'
         'echo "META_URL: $META_URL" >&2\n'
+        'echo "GET https://llama3-1.llamameta.net/405b/consolidated.00.pth?Policy=eyJ2&Signature=abc~d&Key-Pair-Id=K2 403"\n'
         "exit 3\n"
     )
     entry.chmod(0o755)
@@ -206,6 +207,11 @@ def test_the_converter_wrapper_keeps_the_url_out_of_argv_and_logs(tmp_path: Path
     assert url not in proc.stdout + proc.stderr
     assert "Meta url=[meta-url redacted]" in proc.stdout
     assert "META_URL: [meta-url redacted]" in proc.stdout  # stderr is merged and masked too
+    # A per-file URL derived from it keeps its path but loses every signed part.
+    assert (
+        "consolidated.00.pth?[signed-url part redacted]&[signed-url part redacted]&[signed-url part redacted] 403"
+        in proc.stdout
+    )
     assert url not in seen.read_text()
 
 

@@ -56,10 +56,14 @@ CONVERTER_ENTRYPOINT = "/usr/bin/checkpoint_converter.sh"
 # echoes it ("Meta url=...", "META_URL: ..."), so this wrapper runs the entrypoint with the Job's
 # args and masks the URL in its log lines (bash builtins only: the value never becomes an argument).
 CONVERTER_WRAPPER = """set -o pipefail
+shopt -s extglob
 "$0" "$@" 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
-  printf '%s\\n' "${line//"$META_URL"/[meta-url redacted]}"
+  line="${line//"$META_URL"/[meta-url redacted]}"
+  printf '%s\\n' "${line//@(Policy|Signature|Key-Pair-Id)=+([^&[:space:]])/[signed-url part redacted]}"
 done
 """
+# The second substitution masks the signed parts of any per-file URL the downloader derives from
+# META_URL and might print (its query carries the same Policy/Signature/Key-Pair-Id).
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 CONVERTER_TAINT_KEY = "gke-tpu-llm/checkpoint-converter"
 
