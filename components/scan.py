@@ -101,6 +101,17 @@ RAY_HEAD = "Pod/maxtext-tpu-cluster-headgroupspec-template"
 RAY_WORKER = "Pod/maxtext-tpu-cluster-workergroupspecs-*-template"
 RAY_SUBMITTER = "Pod/*-submitterpodtemplate"
 
+def _no_request(resource: str) -> Mapping[str, str]:
+    """Pods with no request for ``resource`` (CPU or memory), and why: the same pods for both."""
+    return {
+        VLLM: _TPU_HOST.format(what="each vLLM replica", resource=resource),
+        LWS_WORKER: _TPU_HOST.format(what="each Pathways worker", resource=resource),
+        SAX_MODEL_SERVER: _TPU_HOST.format(what="each Saxml model server", resource=resource),
+        LWS_LEADER: _LEADER_ON_SLICE.format(resource=resource),
+        CONVERTER: _CONVERTER_NODE.format(resource=resource),
+    }
+
+
 # Pods that run as their image's (root) user, and why: the reason for runAsNonRoot and a high UID alike.
 RUNS_AS_IMAGE_USER: Mapping[str, str] = {
     VLLM: _IMAGE_USER.format(upstream="vllm-llama3-70b.yaml"),
@@ -128,20 +139,8 @@ SCOPED_SKIPS: Mapping[str, Mapping[str, str]] = {
         CONVERTER: "META_URL: the converter image's entrypoint reads the Meta URL only from --meta_url or $META_URL "
         "(and pipes it to `llama download` on stdin); the variable keeps it out of argv",
     },
-    "CKV_K8S_10": {  # CPU requests
-        VLLM: _TPU_HOST.format(what="each vLLM replica", resource="CPU"),
-        LWS_WORKER: _TPU_HOST.format(what="each Pathways worker", resource="CPU"),
-        SAX_MODEL_SERVER: _TPU_HOST.format(what="each Saxml model server", resource="CPU"),
-        LWS_LEADER: _LEADER_ON_SLICE.format(resource="CPU"),
-        CONVERTER: _CONVERTER_NODE.format(resource="CPU"),
-    },
-    "CKV_K8S_12": {  # memory requests
-        VLLM: _TPU_HOST.format(what="each vLLM replica", resource="memory"),
-        LWS_WORKER: _TPU_HOST.format(what="each Pathways worker", resource="memory"),
-        SAX_MODEL_SERVER: _TPU_HOST.format(what="each Saxml model server", resource="memory"),
-        LWS_LEADER: _LEADER_ON_SLICE.format(resource="memory"),
-        CONVERTER: _CONVERTER_NODE.format(resource="memory"),
-    },
+    "CKV_K8S_10": _no_request("CPU"),  # CPU requests
+    "CKV_K8S_12": _no_request("memory"),  # memory requests
     "CKV_K8S_13": {  # memory limits
         VLLM: "a replica owns its TPU VM's RAM (the GCS FUSE file cache lives there too); an OOM kill during a 70B load "
         "costs the whole load again",

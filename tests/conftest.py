@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from functools import cache
 from pathlib import Path
@@ -80,6 +81,13 @@ def make_config(stack: str = "test", *, with_secrets: bool = True, **override: A
             values.setdefault(key, "[secret]")
             secret_keys.append(f"gke-tpu-llm:{key}")
     return parse_stack_config(values, stack, secret_keys)
+
+
+def run_cli_process(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``python -m components ARGS`` in a fresh interpreter from the repository root, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "components", *args], cwd=ROOT, capture_output=True, text=True, timeout=120, check=check
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

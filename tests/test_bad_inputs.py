@@ -9,8 +9,6 @@ run through the real ``python -m components`` in a subprocess.
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ import yaml
 
 from components import engine, naming
 from components.__main__ import main
-from tests.conftest import ROOT, STACKS, planned
+from tests.conftest import STACKS, planned, run_cli_process
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -417,14 +415,7 @@ def test_file_that_is_not_a_stack_file_exits_2(
 @pytest.mark.parametrize("case", ["malformed-yaml", "duplicate-key", "config-is-a-list", "missing-path", "binary-file"])
 def test_real_cli_rejects_files_without_a_traceback(case: str, tmp_path: Path) -> None:
     make, expected = FILE_CASES[case]
-    proc = subprocess.run(
-        [sys.executable, "-m", "components", "plan", "--config", str(make(tmp_path))],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_cli_process("plan", "--config", str(make(tmp_path)))
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     assert proc.stdout == ""
@@ -436,14 +427,7 @@ def test_real_cli_rejects_a_misspelt_namespace_and_a_flat_key(tmp_path: Path) ->
     path = write_stack(
         tmp_path, "llama-405b", both(setkey("gke-tpu-lm:environment", "prod"), setkey("gke-tpu-llm:tpu.topology", "4x8"))
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "components", "plan", "--config", str(path), "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_cli_process("plan", "--config", str(path), "--json")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""

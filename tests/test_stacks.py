@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +11,7 @@ import pytest
 import yaml
 
 from components import engine
-from tests.conftest import ROOT, planned
+from tests.conftest import planned, run_cli_process
 
 # The node pools each stack must produce: (machine type, nodes, topology or None, COMPACT?).
 EXPECTED_POOLS: dict[str, list[tuple[str, int | None, str | None]]] = {
@@ -159,14 +157,7 @@ def test_stack_bad_config_registers_nothing(case: str, tmp_path: Path) -> None:
 def test_stack_bad_config_cli_exits_2_with_message(tmp_path: Path) -> None:
     override, expected = BAD_STACKS["impossible-topology"]
     path = bad_stack_file(tmp_path, override)
-    proc = subprocess.run(
-        [sys.executable, "-m", "components", "plan", "--config", str(path), "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_cli_process("plan", "--config", str(path), "--json")
     assert proc.returncode == 2
     assert expected in proc.stderr
     assert "Allowed: 1x1, 2x2, 2x4, 4x4" in proc.stderr
@@ -174,14 +165,7 @@ def test_stack_bad_config_cli_exits_2_with_message(tmp_path: Path) -> None:
 
 
 def test_stack_cli_plan_json_runs_the_program() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "components", "plan", "llama-70b", "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    proc = run_cli_process("plan", "llama-70b", "--json", check=True)
     data = json.loads(proc.stdout)
     assert data["stack"] == "llama-70b"
     assert data["environment"] == "dev"
