@@ -199,6 +199,38 @@ class AutoscalingSpec(Spec):
 WorkloadMetadata = Literal["GKE_METADATA", "GCE_METADATA"]
 """Node metadata modes of a TPU pool (``tpu.workloadMetadata``)."""
 
+CapacityType = Literal["onDemand", "spot", "reservation", "flexStart", "queuedProvisioning"]
+"""How a TPU pool obtains its VMs (``tpu.capacity[].type``)."""
+
+RESERVATION_PATTERN = (
+    r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+    r"(/reservationBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?(/reservationSubBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)?)?$"
+)
+"""A specific reservation: ``NAME``, shared ``projects/P/reservations/NAME``, and either followed by
+``/reservationBlocks/B`` or ``/reservationBlocks/B/reservationSubBlocks/S`` (the forms GKE's
+``reservation_affinity`` values and xpk's ``--reservation`` accept)."""
+
+
+class CapacityTierSpec(Spec):
+    type: CapacityType = Field(
+        description="onDemand: on-demand VMs. spot: Spot VMs (preemptible, cheaper; not in prod). reservation: a "
+        "specific reservation (set reservation). flexStart: Dynamic Workload Scheduler flex-start VMs (the pool "
+        "scales from zero; nodes live at most maxRunHours). queuedProvisioning: DWS queued provisioning (the slice "
+        "is created all at once when Kueue admits the workload through a ProvisioningRequest)."
+    )
+    reservation: str | None = Field(
+        None,
+        pattern=RESERVATION_PATTERN,
+        description="type reservation only: the reservation's name, projects/<project>/reservations/<name> for a "
+        "shared one, optionally followed by /reservationBlocks/<block>[/reservationSubBlocks/<sub-block>] to "
+        "target one block or sub-block.",
+    )
+    max_run_hours: Annotated[int, Field(ge=1, le=168)] | None = Field(
+        None,
+        description="flexStart and queuedProvisioning only: hours a node may run before GKE reclaims it "
+        "(node_config.max_run_duration). Unset keeps GKE's default, the 7-day maximum (168).",
+    )
+
 
 class TpuSpec(Spec):
     generation: str | None = Field(
@@ -226,7 +258,16 @@ class TpuSpec(Spec):
         description="Accept a zone the catalog does not list for the generation. Off by default because "
         "a wrong zone fails only at apply time; turn on when Google adds a zone before the catalog does.",
     )
-    spot: bool = Field(False, description="Use Spot VMs (preemptible, cheaper). Defaults to on-demand; not allowed in prod.")
+    capacity: list[CapacityTierSpec] | None = Field(
+        None,
+        description="Ordered capacity tiers of every slice, first preferred (e.g. reservation, flexStart, spot, "
+        "onDemand). Unset is one tier from spot/reservation (on-demand when neither is set).",
+    )
+    spot: bool = Field(
+        False,
+        description="Shorthand for capacity: [{type: spot}]: Spot VMs (preemptible, cheaper). Defaults to on-demand; "
+        "not allowed in prod.",
+    )
     allow_replacement: bool = Field(
         False,
         description="Lift Pulumi protection from the TPU pools for one reviewed change that must replace them "
@@ -234,10 +275,11 @@ class TpuSpec(Spec):
     )
     reservation: str | None = Field(
         None,
-        pattern=r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
-        description="Specific reservation to consume: its name (a Compute Engine name: lowercase letters, digits "
-        "and '-', at most 63) or, for a reservation shared from another project, "
-        "projects/<project-id>/reservations/<name>. Unset consumes none.",
+        pattern=RESERVATION_PATTERN,
+        description="Shorthand for capacity: [{type: reservation, reservation: ...}]: the specific reservation to "
+        "consume: its name (a Compute Engine name: lowercase letters, digits and '-', at most 63) or, for a "
+        "reservation shared from another project, projects/<project-id>/reservations/<name>; either may end in "
+        "/reservationBlocks/<block>[/reservationSubBlocks/<sub-block>]. Unset consumes none.",
     )
     autoscaling: AutoscalingSpec | None = Field(
         None,
@@ -417,6 +459,16 @@ class TpuSpec(Spec):
     @property
     def region(self) -> str:
         return tpu_catalog.zone_region(self.zone)
+
+    @property
+    def tiers(self) -> tuple[CapacityTierSpec, ...]:
+        """The capacity tiers in order of preference: ``capacity``, else the one tier that ``spot`` or
+        ``reservation`` (the shorthands) or neither (on-demand) gives."""
+        if self.capacity:
+            return tuple(self.capacity)
+        if self.reservation:
+            return (CapacityTierSpec(type="reservation", reservation=self.reservation),)
+        return (CapacityTierSpec(type="spot" if self.spot else "onDemand"),)
 
     @property
     def nodes_min(self) -> int:
