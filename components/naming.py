@@ -58,11 +58,27 @@ def workload_policy_name(cluster: str, pool: str, topology: str) -> str:
     return fit(f"{cluster}-{pool}-{topology}", RESOURCE_POLICY_NAME_MAX)
 
 
-def node_pool_name(index: int) -> str:
+TIER_POOL_SUFFIX = {
+    "onDemand": "ondemand",
+    "spot": "spot",
+    "reservation": "reservation",
+    "flexStart": "flex",
+    "queuedProvisioning": "queued",
+}
+"""Pool-name suffix per capacity type (``tpu.capacity[].type``) of a fallback tier after the first."""
+
+
+def node_pool_name(index: int, tier_index: int = 0, tier_type: str = "onDemand") -> str:
     """``tpu-slice-0``: the slice's index only. A name that encoded the shape (generation, topology)
     turned a topology change into a second pool created beside the first (double the chips, quota
-    and bill during the rollout); with a stable name the one pool is replaced delete-before-replace."""
-    return f"tpu-slice-{index}"
+    and bill during the rollout); with a stable name the one pool is replaced delete-before-replace.
+
+    The first capacity tier keeps that name, so adding fallback tiers to a stack leaves its pool in
+    place; a later tier is ``tpu-slice-0-<type>`` (``tpu-slice-0-flex``), named by its capacity type
+    rather than its position, so inserting or removing another tier does not rename it."""
+    if tier_index == 0:
+        return f"tpu-slice-{index}"
+    return f"tpu-slice-{index}-{TIER_POOL_SUFFIX[tier_type]}"
 
 
 def legacy_node_pool_name(slice_key: str, index: int) -> str:
