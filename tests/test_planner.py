@@ -827,3 +827,91 @@ def test_xla_cross_check_fp8_weights_and_kv_cache_match_planner() -> None:
     assert r["xla_kv"] == [r["planner_kv"]]
     assert abs(r["compiled_weights"] - r["planner_weights"]) <= 0.01 * r["planner_weights"]
     assert abs(r["compiled_kv"] - r["planner_kv"]) <= 0.05 * r["planner_kv"]
+
+
+# ---------------------------------------------------------------- issue 15 layouts against XLA
+
+_XLA_LAYOUTS_CHECK = textwrap.dedent(
+    """
+    import json
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    from components import planner
+    from components.catalog.models import ModelArch
+    from components.catalog.tpu import find_slice
+
+    def llama(layers):
+        # Llama 3.1 405B ratios (128 q heads over 8 KV heads, SwiGLU, untied), tiny dims.
+        return ModelArch(name="tiny-llama", family="llama", layers=layers, d_model=512, q_heads=128, kv_heads=8,
+                         head_dim=4, ffn=1664, vocab=1024, tied_embeddings=False, gated_mlp=True,
+                         published_params=None, maxtext_name=None, source="test")
+
+    S = planner.ServingWorkload
+    cases = {
+        # vLLM on Ray: one pipeline stage per host, tensor parallel within (llama-405b-vllm's layout).
+        "vllm-pp8-v6e-4x8": (llama(8), find_slice("v6e", "4x8"), S("vllm", 128, batch_size=4)),
+        # 6 layers over 4 stages: vLLM's uneven split; the planner rounds the layers up to 8.
+        "vllm-pp4-uneven": (llama(6), find_slice("v6e", "4x4"), S("vllm", 128, batch_size=4)),
+        # Ironwood: the planner's mesh is in chips, vLLM's TP counts 2 JAX devices per chip.
+        "vllm-tpu7x-fp8": (llama(2), find_slice("tpu7x", "2x2x1"),
+                           S("vllm", 128, batch_size=4, weight_dtype="fp8", kv_dtype="fp8")),
+    }
+    out = {}
+    for label, (arch, tpu, workload) in cases.items():
+        plan = planner.plan(arch, tpu, workload)
+        chip_axes = dict(plan.sharding.mesh_axes)
+        per_chip = tpu.generation.jax_devices_per_chip
+        # The devices the engine really shards over: the innermost (tensor) axis spans every device of a chip.
+        axes = {**chip_axes, "tensor": chip_axes["tensor"] * per_chip}
+        devices = np.array(jax.devices()[: tpu.chips * per_chip]).reshape(tuple(axes.values()))
+        mesh = Mesh(devices, tuple(axes.keys()))
+        per_device = {d.id: {"weights": 0, "kv": 0} for d in devices.flat}
+        for a in plan.arrays.values():
+            x = jax.device_put(np.zeros(a.shape, a.dtype), NamedSharding(mesh, PartitionSpec(*a.spec)))
+            bucket = "kv" if a.kind.startswith("kv") else "weights"
+            for shard in x.addressable_shards:
+                per_device[shard.device.id][bucket] += shard.data.nbytes
+        # A chip is per_chip consecutive devices along tensor (the last mesh dimension).
+        chips = devices.reshape(-1, per_chip)
+        out[label] = {
+            "mesh": chip_axes,
+            "flags": plan.sharding.flags,
+            "devices": int(devices.size),
+            "layers_in_plan": max(a.shape[0] for a in plan.arrays.values() if a.kind.startswith("kv")),
+            "chip_weights": sorted({sum(per_device[d.id]["weights"] for d in chip) for chip in chips}),
+            "chip_kv": sorted({sum(per_device[d.id]["kv"] for d in chip) for chip in chips}),
+            "planner_weights": plan.memory.weights,
+            "planner_kv": plan.memory.kv_cache,
+        }
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.slow  # a fresh interpreter with 32 fake devices
+def test_xla_cross_check_pipeline_stages_and_two_devices_per_chip_match_planner() -> None:
+    env = {
+        **os.environ,
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=32",
+        "JAX_PLATFORMS": "cpu",
+        "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", _XLA_LAYOUTS_CHECK], env=env, capture_output=True, text=True, timeout=180, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    r = json.loads(run.stdout.strip().splitlines()[-1])
+    assert r["vllm-pp8-v6e-4x8"]["mesh"] == {"pipeline": 8, "tensor": 4}
+    assert r["vllm-pp8-v6e-4x8"]["flags"] == {"pipeline_parallel_size": 8, "tensor_parallel_size": 4}
+    assert r["vllm-pp4-uneven"]["layers_in_plan"] == 8  # 6 layers padded to a multiple of 4 stages
+    assert r["vllm-tpu7x-fp8"]["mesh"] == {"tensor": 4}
+    assert r["vllm-tpu7x-fp8"]["flags"] == {"tensor_parallel_size": 8}  # 2 JAX devices per chip
+    assert r["vllm-tpu7x-fp8"]["devices"] == 8
+    for label, c in r.items():
+        # Every chip (both devices of a tpu7x chip together) holds exactly the planner's per-chip bytes.
+        assert c["chip_weights"] == [c["planner_weights"]], label
+        assert c["chip_kv"] == [c["planner_kv"]], label
+        assert c["planner_weights"] > 0, label
+        assert c["planner_kv"] > 0, label

@@ -85,19 +85,27 @@ class EngineProfile:
     """A mesh axis that exists only on multi-host slices (vLLM's ``pipeline``, one stage per host):
     dropped from a single-host mesh, and its flag with it, so single-host plans keep their shape."""
 
-    per_device_flags: tuple[str, ...] = ()
-    """Flags counted in JAX devices rather than chips (vLLM's ``tensor_parallel_size``: 2 x chips on
-    tpu7x, whose chip is two devices); the mesh itself is in chips."""
+    device_axis: str | None = None
+    """The innermost mesh axis, over which a chip's JAX devices extend where a chip is more than one
+    device (tpu7x: two chiplets, ``jax_devices_per_chip`` 2). The planner's mesh is in chips; the
+    engine sees devices, so its flags and the arrays' shards are those of :meth:`device_axes`."""
+
+    def device_axes(self, axes: Mapping[str, int], devices_per_chip: int) -> dict[str, int]:
+        """``axes`` in JAX devices: the device axis times ``devices_per_chip`` (the same on 1 device per chip)."""
+        if devices_per_chip == 1 or self.device_axis is None:
+            return dict(axes)
+        return {**axes, self.device_axis: axes.get(self.device_axis, 1) * devices_per_chip}
 
     def flag_values(self, axes: Mapping[str, int], devices_per_chip: int = 1) -> dict[str, Any]:
         """The engine flags that reproduce ``axes``, e.g. ``{"tensor_parallel_size": 8}`` (a flag of
-        an axis the mesh does not have, such as a single-host ``pipeline``, is left out)."""
+        an axis the mesh does not have, such as a single-host ``pipeline``, is left out). Flags count
+        JAX devices (vLLM's tensor_parallel_size and MaxText's ici_tensor_parallelism are 2 x chips
+        on tpu7x)."""
+        devices = self.device_axes(axes, devices_per_chip)
         return {
-            name: [axes[a] for a in source]
-            if isinstance(source, tuple)
-            else axes[source] * (devices_per_chip if name in self.per_device_flags else 1)
+            name: [devices[a] for a in source] if isinstance(source, tuple) else devices[source]
             for name, source in self.flags.items()
-            if isinstance(source, tuple) or source in axes
+            if isinstance(source, tuple) or source in devices
         }
 
     def mesh_for(self, axes: Mapping[str, int], tpu: TpuSlice) -> dict[str, int]:
@@ -130,6 +138,7 @@ _PROFILES: tuple[EngineProfile, ...] = (
         },
         reserve_fraction=0.05,
         candidates=tensor_then_rest,
+        device_axis="tensor",
     ),
     EngineProfile(
         engine="maxtext",
@@ -148,6 +157,7 @@ _PROFILES: tuple[EngineProfile, ...] = (
         reserve_fraction=0.05,
         candidates=torus_2d,
         batch_axes=("fsdp",),
+        device_axis="tensor",
     ),
     EngineProfile(
         engine="vllm",
@@ -170,7 +180,7 @@ _PROFILES: tuple[EngineProfile, ...] = (
         candidates=stages_per_host,
         replicate_kv_heads=True,
         host_axis="pipeline",
-        per_device_flags=("tensor_parallel_size",),
+        device_axis="tensor",
     ),
     EngineProfile(
         engine="saxml",
@@ -190,6 +200,7 @@ _PROFILES: tuple[EngineProfile, ...] = (
         flags={"saxml_mesh": ("replica", "data", "mdl")},
         reserve_fraction=0.05,
         candidates=servable_mesh,
+        device_axis="mdl",
     ),
 )
 

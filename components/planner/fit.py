@@ -166,14 +166,16 @@ def _serving_plan(arch: ModelArch, tpu: TpuSlice, workload: ServingWorkload, pro
     replicate = workload.replicate_kv_heads
     if replicate is None:
         replicate = prof.replicate_kv_heads
-    kv_heads, replicated = kv_heads_for(arch, prof.rules, axes, replicate)
+    per_chip = devices_per_chip(tpu)
+    devices = prof.device_axes(axes, per_chip)
+    kv_heads, replicated = kv_heads_for(arch, prof.rules, devices, replicate)
     weight_dtype = _serving_weight_dtype(arch, workload)
     batch = _global_batch(tpu, workload.per_device_batch_size, workload.batch_size)
     staged = _busiest_stage(arch, prof, axes)
     quantization: Quantization | None = "int8" if weight_dtype == "int8" else "fp8" if weight_dtype == "fp8" else None
     arrays = weight_arrays(staged, "bfloat16", quantization or False, kv_heads)
     arrays |= kv_cache_arrays(staged, batch, workload.max_target_length, kv_heads, workload.kv_dtype, workload.kv_quant_axis)
-    laid = lay_out(arch, prof.rules, axes, arrays, kv_heads_replicated=replicated)
+    laid = lay_out(arch, prof.rules, devices, arrays, kv_heads_replicated=replicated, devices_per_chip=per_chip)
     weights = bytes_per_chip(laid, "weight", "scale")
     kv = bytes_per_chip(laid, "kv_cache", "kv_scale")
     fraction = workload.reserve_fraction
@@ -187,7 +189,7 @@ def _serving_plan(arch: ModelArch, tpu: TpuSlice, workload: ServingWorkload, pro
         model=arch.name,
         mode=prof.mode,
         slice=tpu,
-        sharding=ShardingPlan(prof.engine, dict(axes), prof.flag_values(axes, devices_per_chip(tpu)), kv_heads, replicated),
+        sharding=ShardingPlan(prof.engine, dict(axes), prof.flag_values(axes, per_chip), kv_heads, replicated),
         memory=memory,
         global_batch=batch,
         max_target_length=workload.max_target_length,
@@ -210,9 +212,12 @@ def _training_plan(arch: ModelArch, tpu: TpuSlice, workload: TrainingWorkload, p
             "per_device_batch_size",
         )
     arrays = weight_arrays(arch, workload.param_dtype, False, arch.kv_heads)
-    laid = lay_out(arch, prof.rules, axes, arrays, kv_heads_replicated=False)
+    per_chip = devices_per_chip(tpu)
+    laid = lay_out(
+        arch, prof.rules, prof.device_axes(axes, per_chip), arrays, kv_heads_replicated=False, devices_per_chip=per_chip
+    )
     weights = bytes_per_chip(laid)
-    elements = sum(math.prod(a.shard_shape) for a in laid.values())
+    elements = sum(math.prod(a.shard_shape) for a in laid.values()) * per_chip
     optimizer = weights + elements * 8  # gradients in the param dtype + Adam mu, nu in float32
     tokens = workload.per_device_batch_size * workload.max_target_length
     fraction = workload.reserve_fraction
@@ -230,7 +235,7 @@ def _training_plan(arch: ModelArch, tpu: TpuSlice, workload: TrainingWorkload, p
         model=arch.name,
         mode=prof.mode,
         slice=tpu,
-        sharding=ShardingPlan(prof.engine, dict(axes), prof.flag_values(axes), arch.kv_heads, False),
+        sharding=ShardingPlan(prof.engine, dict(axes), prof.flag_values(axes, per_chip), arch.kv_heads, False),
         memory=memory,
         global_batch=global_batch,
         max_target_length=workload.max_target_length,

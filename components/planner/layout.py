@@ -34,9 +34,19 @@ def _axis_label(entry: SpecEntry) -> tuple[str, ...]:
 
 
 def lay_out(
-    arch: ModelArch, rules: Rules, axes: Mapping[str, int], arrays: Mapping[str, AbstractArray], *, kv_heads_replicated: bool
+    arch: ModelArch,
+    rules: Rules,
+    axes: Mapping[str, int],
+    arrays: Mapping[str, AbstractArray],
+    *,
+    kv_heads_replicated: bool,
+    devices_per_chip: int = 1,
 ) -> dict[str, ArrayPlan]:
-    """Every array's partition spec, shard shape and bytes per chip; PlanError if a split is uneven."""
+    """Every array's partition spec, shard shape and bytes per chip; PlanError if a split is uneven.
+
+    ``axes`` are in JAX devices (``EngineProfile.device_axes``); a chip of ``devices_per_chip``
+    devices holds that many shards, so an array replicated over the device axis (a norm scale) is
+    held once per device, twice per tpu7x chip (``tests/test_planner.py`` checks it against XLA)."""
     from jax.sharding import NamedSharding, PartitionSpec
 
     mesh = build_mesh(axes)
@@ -71,7 +81,7 @@ def lay_out(
             dtype=str(sds.dtype),
             spec=spec,
             shard_shape=tuple(shard),
-            bytes_per_chip=math.prod(shard) * sds.dtype.itemsize,
+            bytes_per_chip=math.prod(shard) * sds.dtype.itemsize * devices_per_chip,
         )
     return out
 

@@ -24,6 +24,7 @@ class ArrayPlan:
     dtype: str
     spec: tuple[SpecEntry, ...]
     shard_shape: tuple[int, ...]
+    """The shard one JAX device holds (a tpu7x chip holds two)."""
     bytes_per_chip: int
 
     def to_dict(self) -> dict[str, Any]:
