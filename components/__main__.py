@@ -16,6 +16,7 @@ from typing import Any
 
 from components import manifests, report, stacks
 from components.config.errors import ConfigError
+from components.config.workload import MAX_CONCURRENCY, MAX_TARGET_LENGTH
 from components.mockengine import Registration
 
 # Inputs worth showing per resource type in the tree (dotted paths into the wire inputs).
@@ -146,6 +147,26 @@ def print_plan(result: report.PlanResult) -> None:
         f"Cost ({cost['chips']} chips, {cost['region']}): on-demand {money(cost['on_demand'])}, "
         f"spot {money(cost['spot'])}; billed {money(cost['billed'])} — {cost['basis']}"
     )
+    tiers = data["capacity_tiers"]
+    for tier in tiers["tiers"]:  # $/h per capacity tier, first preferred (components/report.py tier_costs)
+        chips = f"{tier['chips_min']}-{tier['chips_max']}" if tier["chips_min"] != tier["chips_max"] else str(tier["chips_max"])
+        console.print(
+            escape(
+                f"Capacity tier {tier['tier']} {tier['type']}: {', '.join(tier['pools'])}, {chips} chips, "
+                f"{money(tier['usd_per_hour_max'])}"
+                + (f" (from {money(tier['usd_per_hour_min'])} at its minimum)" if tier["chips_min"] != tier["chips_max"] else "")
+                + f" — {tier['basis']}"
+            )
+        )
+    if len(tiers["tiers"]) > 1:
+        console.print(
+            f"Maximum if every tier fills ({tiers['chips_if_every_tier_fills']} chips): "
+            f"{money(tiers['usd_per_hour_if_every_tier_fills'])}"
+        )
+    from components.preflight import checklist
+
+    for line in checklist(cfg).lines():  # what must exist in the project for `pulumi up`, per pool
+        console.print(escape(line))
     console.print(f"{len(result.resources)} resources, {len(result.manifests)} Kubernetes objects")
     from components.endpoints import endpoints
 
@@ -160,7 +181,8 @@ def print_capacity(console: Any, capacity: dict[str, Any]) -> None:
     from rich.table import Table
 
     mem = capacity["memory"]
-    how = "selected by the planner (cheapest that fits)" if capacity["selected_by_planner"] else "verified"
+    cheapest = "lowest $ per million output tokens that meets the targets" if "serving" in capacity else "cheapest that fits"
+    how = f"selected by the planner ({cheapest})" if capacity["selected_by_planner"] else "verified"
     s = capacity["slice"]
     console.print(f"Capacity: {capacity['model']} on {s['key']} ({s['chips']} chips), {how}")
     table = Table(title="Memory per chip")
@@ -184,6 +206,45 @@ def print_capacity(console: Any, capacity: dict[str, Any]) -> None:
     console.print(f"Parallelism (derived): {flags}; margin {mem['margin_percent']}% of HBM")
     if "alternatives" in capacity:  # only where the planner chose: pinned stacks print what they did
         print_alternatives(console, capacity["alternatives"], capacity["rejected"])
+    if "serving" in capacity:  # only stacks with workload.serving
+        print_serving(console, capacity["serving"])
+
+
+def _usd(v: float | None, unit: str) -> str:
+    return "n/a" if v is None else f"${v:,.2f}{unit}"
+
+
+def print_serving(console: Any, estimates: list[dict[str, Any]], title: str | None = None) -> None:
+    """Predicted serving performance per slice (components/planner/perf.py), the first row the chosen
+    or pinned slice, the others the runners-up."""
+    from rich.table import Table
+
+    first = estimates[0]
+    table = Table(
+        title=title
+        or f"Predicted serving ({first['input_tokens']} in / {first['output_tokens']} out, concurrency "
+        f"{first['requested_concurrency']}; one replica)"
+    )
+    for col in ("", "slice", "hosts", "seqs (max)", "output tok/s", "TTFT ms", "TPOT ms", "$/M out (on-demand)",
+                "spot", "flex-start", "targets"):
+        table.add_column(col)
+    for i, e in enumerate(estimates):
+        table.add_row(
+            "chosen" if i == 0 and title is None else "",
+            e["slice"],
+            str(e["hosts"]),
+            f"{e['concurrency']} ({e['max_concurrent_sequences']})",
+            f"{e['output_tokens_per_s']:,.0f}",
+            f"{e['ttft_ms']:,.0f}",
+            f"{e['tpot_ms']:.1f}",
+            _usd(e["usd_per_million_output_tokens"], ""),
+            _usd(e["usd_per_million_output_tokens_spot"], ""),
+            _usd(e["usd_per_million_output_tokens_flex_start"], ""),
+            "met" if e["meets_targets"] else "missed",
+        )
+    console.print(table)
+    if not first["calibrated"]:
+        console.print("note: this engine's efficiency factors are vLLM's (no published result of its own to calibrate on)")
 
 
 def tpu_pods(manifests: list[dict[str, Any]]) -> list[str]:
@@ -267,6 +328,96 @@ def _stack_file(args: argparse.Namespace) -> stacks.StackFile:
     return _read_stack_file(path)
 
 
+def _bounded_int(flag: str, most: int) -> Any:
+    """argparse type: an integer in 1..``most`` (argparse exits 2 with the message otherwise)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes a whole number, not {text!r}") from None
+        if not 1 <= value <= most:
+            raise argparse.ArgumentTypeError(f"{flag} {value} is outside 1..{most}")
+        return value
+
+    return parse
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    """``estimate``: the stack's serving scenario (flags override ``workload.serving``) on every
+    slice it could use, best first (lowest $ per million output tokens that meets the targets)."""
+    from components import capacity, planner
+    from components.config.workload import serving_scenario
+
+    stack_file = _stack_file(args)
+    try:
+        config = stacks.config_of(stack_file).config
+    except ConfigError as error:
+        print(f"{stack_file.path}: {error}", file=sys.stderr)
+        return 2
+    if config.kind_info.mode != "serve":
+        print(f"estimate: {config.workload.kind} trains; estimate needs a serving kind (vllm, jetstream, saxml)", file=sys.stderr)
+        return 2
+    spec = serving_scenario(config)
+    given: dict[str, int | None] = {
+        "--input-tokens": args.input_tokens if args.input_tokens is not None else spec.input_tokens if spec else None,
+        "--output-tokens": args.output_tokens if args.output_tokens is not None else spec.output_tokens if spec else None,
+        "--concurrency": args.concurrency if args.concurrency is not None else spec.concurrency if spec else None,
+    }
+    missing = [flag for flag, value in given.items() if value is None]
+    if missing:
+        print(f"estimate: give {', '.join(missing)} (the stack sets no gke-tpu-llm:workload.serving)", file=sys.stderr)
+        return 2
+    input_tokens, output_tokens, concurrency = (int(v or 0) for v in given.values())
+    if input_tokens + output_tokens > config.workload.max_target_length:
+        print(
+            f"estimate: --input-tokens {input_tokens} + --output-tokens {output_tokens} exceeds the stack's "
+            f"workload.maxTargetLength ({config.workload.max_target_length}); shorten the scenario or raise maxTargetLength",
+            file=sys.stderr,
+        )
+        return 2
+    scenario = planner.Scenario(
+        input_tokens, output_tokens, concurrency, spec.ttft_ms if spec else None, spec.tpot_ms if spec else None
+    )
+    try:
+        estimates, rejected = capacity.estimate_slices(config, scenario)
+    except ConfigError as error:
+        print(f"{stack_file.path}: {error}", file=sys.stderr)
+        return 2
+    rows = [e.to_dict() for e in estimates]
+    if args.json:
+        out = {
+            "stack": stack_file.stack,
+            "model": config.workload.model,
+            "kind": config.workload.kind,
+            "region": config.region,
+            "scenario": {
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "concurrency": concurrency,
+                "ttft_ms": scenario.ttft_ms,
+                "tpot_ms": scenario.tpot_ms,
+            },
+            "slices": rows,
+            "rejected": list(rejected),
+        }
+        print(json.dumps(out, separators=(",", ":")))
+        return 0
+    from rich.console import Console
+
+    console = Console(width=200)
+    if not rows:
+        console.print(f"no slice holds one sequence of {input_tokens + output_tokens} tokens: " + "; ".join(rejected))
+        return 0
+    print_serving(
+        console,
+        rows,
+        title=f"{config.workload.model} ({config.workload.kind}), {input_tokens} in / {output_tokens} out, concurrency "
+        f"{concurrency}, {config.region}: best $ per million output tokens first",
+    )
+    return 0
+
+
 def _json_document(path: str) -> dict[str, Any]:
     """A JSON object from ``path``; anything else is a ``DocumentError`` naming the file."""
     from components.review import DocumentError
@@ -340,7 +491,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.add_argument(
                 "--state", metavar="FILE", help="list what a real stack still holds (`pulumi stack export` after the destroy)"
             )
+    est = sub.add_parser(
+        "estimate",
+        help="predicted output tokens/s, TTFT, TPOT and $ per million output tokens of a serving scenario on every "
+        "slice the stack could use (flags override workload.serving)",
+    )
+    est.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.<stack>.yaml)")
+    est.add_argument("--config", metavar="FILE", help="estimate this stack file instead of a named stack")
+    est.add_argument("--input-tokens", type=_bounded_int("--input-tokens", MAX_TARGET_LENGTH), metavar="N")
+    est.add_argument("--output-tokens", type=_bounded_int("--output-tokens", MAX_TARGET_LENGTH), metavar="N")
+    est.add_argument("--concurrency", type=_bounded_int("--concurrency", MAX_CONCURRENCY), metavar="N")
+    est.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_parser("docs", help="regenerate the configuration reference, stacks/CONFIGURATION.md")
+    check = sub.add_parser(
+        "preflight",
+        help="check the stack's TPU quota, reservations and zone in its project with your application-default "
+        "credentials (exit 1 names each missing item, 3 when the check cannot run)",
+    )
+    check.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.<stack>.yaml)")
+    check.add_argument("--config", metavar="FILE", help="check this stack file instead of a named stack")
+    check.add_argument("--json", action="store_true", help="print the results as one JSON object")
     review = sub.add_parser(
         "review", help="what `pulumi up` will do, from two `plan --json` files (exit 2 when the engine would refuse it)"
     )
@@ -348,8 +518,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     review.add_argument("head", help="plans of the head commit (`plan --all --json` or `plan STACK --json`)")
     review.add_argument("--stack", help="the stack a `pulumi stack export` base belongs to")
     args = parser.parse_args(argv)
+    if args.command == "preflight":
+        from components.preflight_online import command
+
+        return command(_stack_file(args), as_json=args.json)
     if args.command == "review":
         return _review(args.base, args.head, args.stack)
+    if args.command == "estimate":
+        return _estimate(args)
     if args.command == "teardown" and args.state:
         return _teardown_state(args.state, args.stack)
     if args.command == "docs":

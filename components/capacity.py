@@ -22,6 +22,7 @@ from components.catalog import tpu as tpu_catalog
 from components.catalog.models import MODELS
 from components.config.errors import ConfigError, Violation
 from components.config.stack import StackConfig
+from components.config.workload import serving_scenario
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ class StackPlan:
     ranking: planner.Ranking | None = None
     """When selected: every fitting slice the planner weighed, best (the chosen one) first, and
     why the other candidates were rejected."""
+    serving: tuple[planner.ServingEstimate, ...] = ()
+    """With a serving scenario (``workload.serving``): the predicted throughput, latency and $ per
+    token of the chosen slice first, then (when the planner chose) every other fitting slice."""
 
     @property
     def slice(self) -> tpu_catalog.TpuSlice:
@@ -72,6 +76,8 @@ class StackPlan:
         if self.ranking is not None:  # pinned stacks report exactly what they did before
             data["alternatives"] = self.alternatives()
             data["rejected"] = list(self.ranking.rejected)
+        if self.serving:  # only stacks with a scenario: the others' plan JSON is unchanged
+            data["serving"] = [e.to_dict() for e in self.serving]
         return data
 
 
@@ -95,6 +101,83 @@ def workload_of(config: StackConfig) -> planner.Workload:
         kv_dtype=kv,
         reserve_fraction=w.reserve_fraction,
         parallelism=w.parallelism,
+    )
+
+
+def scenario_of(config: StackConfig) -> planner.Scenario | None:
+    """The planner's scenario for ``workload.serving``; None when unset (or a training kind, which
+    the config rejects with a serving scenario)."""
+    spec = serving_scenario(config)
+    if spec is None or config.kind_info.mode != "serve":
+        return None
+    return planner.Scenario(spec.input_tokens, spec.output_tokens, spec.concurrency, spec.ttft_ms, spec.tpot_ms)
+
+
+def estimate_slices(
+    config: StackConfig, scenario: planner.Scenario
+) -> tuple[tuple[planner.ServingEstimate, ...], tuple[str, ...]]:
+    """What-if (``python -m components estimate``): ``scenario`` on every slice the stack could
+    use (its pinned generation, else every generation documented in its zone; single-host only
+    where the engine is), best first by :func:`planner.rank_by_token_cost`, and why the others were
+    not estimated. The config's own per-slice rules are not re-run (a what-if, not a plan)."""
+    arch = MODELS[config.workload.model]
+    tpu = config.tpu
+    generations = (tpu.generation,) if tpu.generation is not None else tpu.zone_generations()
+    try:
+        ranking = planner.rank_slices(
+            arch,
+            workload_of(config),
+            [s for s in tpu_catalog.all_slices() if s.generation.name in generations],
+            region=config.region,
+            spot=tpu.spot,
+            single_host_only=planner.single_host_only(config.kind_info.engine),
+        )
+    except planner.PlanError as error:
+        key, value, fix = blamed(config, error.field)
+        raise ConfigError(
+            [Violation(f"gke-tpu-llm:{key}", value, f"cannot run {arch.name} ({config.workload.kind}): {error}", "", fix)]
+        ) from None
+    estimates, unfit = planner.rank_by_token_cost(arch, ranking.fits, scenario, region=config.region, spot=tpu.spot)
+    return estimates, (*ranking.rejected, *unfit)
+
+
+def _missed_targets(config: StackConfig, estimates: tuple[planner.ServingEstimate, ...]) -> ConfigError:
+    """No fitting slice meets the scenario's latency targets: name the target, the best prediction
+    and the fix."""
+    spec = serving_scenario(config)
+    assert spec is not None  # only called with a scenario
+    if not estimates:
+        return ConfigError(
+            [
+                Violation(
+                    "gke-tpu-llm:workload.serving.concurrency",
+                    spec.concurrency,
+                    f"no fitting slice's KV cache holds one sequence of {spec.input_tokens + spec.output_tokens} tokens",
+                    "a shorter scenario",
+                    "lower inputTokens/outputTokens or pin a larger topology",
+                )
+            ]
+        )
+    best_ttft = min(estimates, key=lambda e: e.ttft_ms)
+    best_tpot = min(estimates, key=lambda e: e.tpot_ms)
+    value: float | None
+    if spec.tpot_ms is not None and best_tpot.tpot_ms > spec.tpot_ms:
+        key, value = "tpotMs", spec.tpot_ms
+        best = f"the lowest predicted TPOT is {best_tpot.tpot_ms:.1f} ms ({best_tpot.plan.slice.key})"
+    else:
+        key, value = "ttftMs", spec.ttft_ms
+        best = f"the lowest predicted TTFT is {best_ttft.ttft_ms:.1f} ms ({best_ttft.plan.slice.key})"
+    return ConfigError(
+        [
+            Violation(
+                f"gke-tpu-llm:workload.serving.{key}",
+                value,
+                f"is met by no fitting slice at concurrency {spec.concurrency}: {best}",
+                "a target at or above the best prediction, or a lower concurrency",
+                "raise the target, lower workload.serving.concurrency, or unset it "
+                "(python -m components estimate lists every slice)",
+            )
+        ]
     )
 
 
@@ -125,6 +208,7 @@ def resolve(config: StackConfig) -> StackPlan:
     try:
         single_host_only = planner.single_host_only(config.kind_info.engine)  # the engine profile's rule
         workload = workload_of(config)
+        scenario = scenario_of(config)
         if tpu.topology is None:
             # Unset generation: only generations the pool's zone has (a slice elsewhere in the
             # region could not be placed in this zone).
@@ -164,7 +248,17 @@ def resolve(config: StackConfig) -> StackPlan:
                     raise
                 raise planner.PlanError(f"{error}; not weighed: {'; '.join(refused)}", error.field) from None
             ranking = replace(ranking, rejected=(*refused, *ranking.rejected))
-            return StackPlan(completed[ranking.chosen.slice.key], ranking.chosen, selected=True, ranking=ranking)
+            estimates: tuple[planner.ServingEstimate, ...] = ()
+            if scenario is not None:  # by $ per million output tokens under the latency targets
+                estimates, unfit = planner.rank_by_token_cost(
+                    arch, ranking.fits, scenario, region=config.region, spot=tpu.spot
+                )
+                if not estimates or not estimates[0].meets_targets:
+                    raise _missed_targets(config, estimates)
+                ranking = replace(ranking, fits=tuple(e.plan for e in estimates), rejected=(*ranking.rejected, *unfit))
+            return StackPlan(
+                completed[ranking.chosen.slice.key], ranking.chosen, selected=True, ranking=ranking, serving=estimates
+            )
         if single_host_only and tpu.slice.multi_host:
             raise planner.PlanError(
                 f"{config.workload.kind} runs on single-host slices only and {tpu.slice.key} has "
@@ -172,6 +266,10 @@ def resolve(config: StackConfig) -> StackPlan:
                 "slice",
             )
         verified = planner.verify_slice(arch, workload, tpu.slice, region=config.region, spot=tpu.spot)
+        if scenario is not None:  # a pinned slice is predicted, never refused for missing a target
+            return StackPlan(
+                config, verified, selected=False, serving=(planner.estimate(arch, verified, scenario, region=config.region),)
+            )
         return StackPlan(config, verified, selected=False)
     except planner.PlanError as error:
         key, value, fix = blamed(config, error.field)

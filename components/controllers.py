@@ -1,7 +1,22 @@
-"""``HelmController``: a pinned upstream controller (LWS, JobSet): its CRDs, then its Helm release.
+"""``HelmController``: a pinned upstream controller (LWS, JobSet, Kueue): its CRDs, then its Helm release.
 
-What each controller is (repository, chart, namespace, vendored releases, kinds) is declared once in
-``components.crds.controllers``; this module only registers it.
+What each controller is (repository, chart, namespace, vendored releases, kinds, Helm values) is
+declared once in ``components.crds.controllers``; this module only registers it. Use::
+
+    controller = HelmController(
+        "kueue", controller="kueue", version=config.controllers.kueue_version,
+        provider=cluster.provider, opts=pulumi.ResourceOptions(parent=self),
+    )
+    ...  # every custom resource of a kind it serves: depends_on=[controller.release]
+
+(LWS: ``components/workloads/vllm/component.py``.) The release's values are the table's
+``Controller.values(version)`` (Kueue: ``components.crds.controllers.kueue_values``, the
+integrations our workload kinds need); a top-level key of ``values`` given here replaces the
+table's value for that key. A custom
+resource of a Kueue kind (ResourceFlavor, ClusterQueue, LocalQueue, AdmissionCheck,
+ProvisioningRequestConfig) must depend on ``release``: the release creates both the CRDs and the
+admission webhooks. The cluster-scoped ones (all but LocalQueue) need no namespace; a LocalQueue
+lives in the workload's namespace, so it also depends on that Namespace.
 
 Why a Helm release (``kubernetes:helm.sh/v3:Release``) rather than ``yaml/v2`` or ``helm.v4.Chart``:
 the release previews while the cluster does not exist yet (pulumi-kubernetes#1794, fixed by #1886),
@@ -17,6 +32,15 @@ controller while the cluster kept the old CRD schema. Instead the release runs w
 and this component registers the chart's CRDs of the configured version from the copies vendored
 in ``components/crds`` (byte-for-byte the ``charts/<chart>/crds`` documents of the release tag; see
 its README): a version bump changes these resources in the plan and upgrades them in the cluster.
+
+Kueue is the exception (``Controller.crds_in_templates``): its chart renders the CRDs from
+``templates/crd``, so Helm applies and upgrades them with the release like any other manifest, and
+this component registers none (a second owner would conflict with Helm, whose install refuses
+objects it does not own). A Kueue version bump is the release's ``version`` in the plan; the
+vendored, rendered copies of those templates are what ``components.validate`` checks against. One
+consequence to know: deleting the Kueue release (``helm uninstall`` or removing it from the stack)
+deletes its CRDs and with them every Kueue object in the cluster, which the ``retain_on_delete``
+below prevents for LWS and JobSet.
 
 How the CRDs are registered, and why (pulumi-kubernetes 4.34, the version pinned in
 requirements.txt; sources are pulumi/pulumi-kubernetes at v4.32.0 and its CHANGELOG):
@@ -96,7 +120,8 @@ class HelmController(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(self.TYPE, name, None, opts)
-        chart = vendored_crds.CONTROLLERS[controller].chart  # URL, namespace: components/crds/controllers.py
+        declared = vendored_crds.CONTROLLERS[controller]
+        chart = declared.chart  # URL, namespace: components/crds/controllers.py
         self.crds = [
             k8s.apiextensions.v1.CustomResourceDefinitionPatch(
                 crd_resource_name(name, crd),
@@ -104,7 +129,7 @@ class HelmController(pulumi.ComponentResource):
                 spec=obj["spec"],
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, retain_on_delete=True),
             )
-            for crd in vendored_crds.crds(controller, version)
+            for crd in ([] if declared.crds_in_templates else vendored_crds.crds(controller, version))
             for obj in [crd_object(crd)]
         ]
         self.release = k8s.helm.v3.Release(
@@ -114,8 +139,9 @@ class HelmController(pulumi.ComponentResource):
             version=version,
             namespace=chart.namespace,
             create_namespace=True,
-            values=dict(values or {}),
+            values={**declared.values(version), **(values or {})},
             # The CRDs above are the release's; Helm would only ever install (never upgrade) its own.
+            # (No effect on a chart whose CRDs are templates: Helm applies those with the release.)
             skip_crds=True,
             # Wait for the controller's Deployment (and so its webhook) before dependents apply.
             skip_await=False,

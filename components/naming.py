@@ -161,9 +161,10 @@ STACK_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
 RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
 """Kubernetes' own (kube-system, kube-public, kube-node-lease) and GKE-managed namespaces
 (gke-managed-*, gke-gmp-system; gmp-system and gmp-public of Managed Prometheus)."""
-RESERVED_NAMESPACES = frozenset({"lws-system", "jobset-system", "custom-metrics"})
+RESERVED_NAMESPACES = frozenset({"lws-system", "jobset-system", "custom-metrics", "kueue-system"})
 """Namespaces the stack's own controllers create: LeaderWorkerSet and JobSet (components/
-controllers.py) and the Custom Metrics Stackdriver Adapter (components/workloads/vllm/render.py)."""
+controllers.py), Kueue for queued provisioning, and the Custom Metrics Stackdriver Adapter
+(components/workloads/vllm/render.py)."""
 
 
 def bucket_name_problems(name: str) -> list[str]:

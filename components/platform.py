@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pulumi
 
+from components import naming
 from components.config.stack import StackConfig
 from components.gke import GkeCluster, GkeClusterArgs
 from components.identity import (
@@ -25,6 +26,7 @@ from components.identity import (
     node_service_account_id,
 )
 from components.naming import node_gsa_display_name
+from components.render.capacity import pool_scheduling
 from components.storage import StackBucket, StackBucketArgs
 from components.tpu_pool import Autoscaling, TpuSlicePool, TpuSlicePoolArgs
 
@@ -114,12 +116,26 @@ def pool_args(
     config: StackConfig,
     index: int,
     *,
+    tier: int = 0,
     cluster: GkeCluster | pulumi.Input[str],
     node_service_account: pulumi.Input[str] | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
 ) -> TpuSlicePoolArgs:
-    """Slice ``index`` of the stack (``tpu-slice-<index>``), keeping the names earlier releases gave it."""
+    """The pool of slice ``index`` in capacity tier ``tier`` (``naming.node_pool_name``: the first tier is
+    ``tpu-slice-<index>``, keeping the names earlier releases gave it).
+
+    Node counts: the first tier holds the slice as before (a fixed node count, or ``tpu.autoscaling``),
+    whether on-demand, spot or a reservation, because that is the capacity the stack is sized on and a
+    reservation is paid for whether it is used or not; a flex-start or queued first tier scales from
+    zero, as GKE requires. Every later tier is a fallback: it scales from zero (a multi-host slice
+    0 <-> all hosts, atomically; single-host 0 .. ``tpu.autoscaling.maxNodes``), so it is created and
+    billed only when pods cannot be placed on the tiers before it."""
     tpu = config.tpu
+    spec = tpu.tiers[tier]
+    fallback = tier > 0
+    autoscaling = tpu.autoscaling
+    # A fallback ladder's pools are the manually created pools of its ComputeClass (label + taint).
+    scheduling = pool_scheduling(config, tier)
     return TpuSlicePoolArgs(
         cluster=cluster,
         generation=tpu.slice.generation.name,
@@ -128,10 +144,18 @@ def pool_args(
         machine_type=tpu.slice.machine_type,
         zone=tpu.zone,
         allow_undocumented_zone=tpu.allow_undocumented_zone,
-        spot=tpu.spot,
-        reservation=tpu.reservation,
+        spot=spec.type == "spot",
+        reservation=spec.reservation if spec.type == "reservation" else None,
+        flex_start=spec.type == "flexStart",
+        queued_provisioning=spec.type == "queuedProvisioning",
+        max_run_hours=spec.max_run_hours,
+        node_labels=scheduling.labels,
+        node_taints=[(t.key, t.value, t.kubernetes_effect) for t in scheduling.taints],
+        scale_from_zero=fallback and autoscaling is None,
         autoscaling=(
-            Autoscaling(min_nodes=tpu.autoscaling.min_nodes, max_nodes=tpu.autoscaling.max_nodes) if tpu.autoscaling else None
+            Autoscaling(min_nodes=0 if fallback else autoscaling.min_nodes, max_nodes=autoscaling.max_nodes)
+            if autoscaling
+            else None
         ),
         workload_metadata=tpu.workload_metadata,
         threads_per_core=tpu.threads_per_core,
@@ -139,12 +163,13 @@ def pool_args(
         allow_replacement=config.pools_allowed_to_go,
         protect=config.policy.protect,
         labels=config.labels,
-        pool_name=config.pool_names()[index],
+        pool_name=naming.node_pool_name(index, tier, spec.type),
         project=config.project,
         location=config.cluster_location,
         node_service_account=node_service_account,
         depends_on=depends_on,
-        legacy_alias_index=index,
+        # Only a slice's first pool ever had a shape-encoded name.
+        legacy_alias_index=None if fallback else index,
     )
 
 
@@ -155,7 +180,7 @@ def build_platform(config: StackConfig) -> Platform:
     # Pools come last: they run as the cluster's node account and need its role (and, with GCE
     # metadata, the identity's bucket grants to that account) before their nodes start.
     pools = [
-        TpuSlicePool(pool, pool_args(config, i, cluster=cluster, depends_on=identity.node_grants))
-        for i, pool in enumerate(config.pool_names())
+        TpuSlicePool(pool, pool_args(config, i, tier=t, cluster=cluster, depends_on=identity.node_grants))
+        for i, t, pool in config.tier_pools()
     ]
     return Platform(cluster, pools, buckets, identity)

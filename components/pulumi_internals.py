@@ -34,9 +34,13 @@ T = TypeVar("T")
 VERIFIED_WITH = "3.272.0"
 """The pulumi SDK version every entry of :data:`SYMBOLS` was verified against."""
 
-PUBLIC_RUNTIME_NAMES = frozenset({"Mocks", "MockResourceArgs", "MockCallArgs"})
+PUBLIC_RUNTIME_NAMES = frozenset({"Mocks", "MockResourceArgs", "MockCallArgs", "register_stack_transformation"})
 """The ``pulumi.runtime`` names other modules may use directly: the documented unit-testing API
-(subclass ``Mocks``; its methods receive ``MockResourceArgs`` / ``MockCallArgs``)."""
+(subclass ``Mocks``; its methods receive ``MockResourceArgs`` / ``MockCallArgs``) and stack
+transformations (Pulumi docs, "Resource options: transformations": ``pulumi.runtime.
+register_stack_transformation``), which ``components.scheduling`` uses because they run in the SDK
+itself, the same under the mock engine as under ``pulumi up`` (the newer ``register_resource_transform``
+runs in the engine, which the mock does not have)."""
 
 Kind = Literal["function", "coroutine function", "method", "class", "context variable", "string", "message", "attribute"]
 

@@ -98,12 +98,32 @@ NODE_POOL_RULES: tuple[ReplaceRule, ...] = (
         "placement_policy.policy_name",
         note="set only for tpu7x multi-host pools (their workload policy; components/tpu_pool.py)",
     ),
-    _tf("queuedProvisioning", f"{_NP}:409", "queued_provisioning (block; .enabled ForceNew)", note=NOT_SET),
+    # The block and its one field (.enabled, :417) are both ForceNew: any change replaces the pool.
+    _tf(
+        "queuedProvisioning",
+        f"{_NP}:409",
+        "queued_provisioning (block; .enabled ForceNew)",
+        note="set only for a queuedProvisioning capacity tier",
+    ),
     # node_config is a ForceNew block but Optional+Computed: state always holds one element, so its
     # count never changes; only the ForceNew fields inside it replace. machine_type, disk_size_gb,
     # disk_type, resource_labels, labels, taint, workload_metadata_config are updated in place
     # (node_config.go nodePoolNodeConfigUpdate).
-    _tf("nodeConfig.spot", f"{_NC}:635", "node_config.spot", note="set only when tpu.spot"),
+    _tf("nodeConfig.spot", f"{_NC}:635", "node_config.spot", note="set only for a spot capacity tier"),
+    # DWS capacity: a tier changing to or from flex-start / queued provisioning, or a changed
+    # maxRunHours, replaces its pool (its nodes are DWS VMs from creation).
+    _tf(
+        "nodeConfig.flexStart",
+        f"{_NC}:1493",
+        "node_config.flex_start",
+        note="set only for flexStart and queuedProvisioning capacity tiers",
+    ),
+    _tf(
+        "nodeConfig.maxRunDuration",
+        f"{_NC}:1487",
+        "node_config.max_run_duration",
+        note="set only for a flexStart/queuedProvisioning tier with maxRunHours",
+    ),
     _tf("nodeConfig.preemptible", f"{_NC}:595", "node_config.preemptible", note=NOT_SET),
     # Every pool runs as the stack's node account (components/identity.py); moving pools onto it
     # replaced each of them once (components/README-security.md: Identity).
@@ -119,7 +139,7 @@ NODE_POOL_RULES: tuple[ReplaceRule, ...] = (
         "nodeConfig.reservationAffinity",
         f"{_NC}:602",
         "node_config.reservation_affinity (+ consume_reservation_type, key, values)",
-        note="set only when tpu.reservation",
+        note="set only for reservation tiers (SPECIFIC_RESERVATION) and flexStart/queuedProvisioning tiers (NO_RESERVATION)",
     ),
     _tf(
         "nodeConfig.advancedMachineFeatures",

@@ -9,7 +9,7 @@ import io
 from dataclasses import dataclass, field
 from typing import Any
 
-from components import mockengine
+from components import mockengine, preflight
 from components.capacity import StackPlan
 from components.catalog import tpu as tpu_catalog
 from components.config.stack import StackConfig
@@ -51,9 +51,10 @@ def plan(stack_file: StackFile) -> PlanResult:
 
 
 def slice_plan(config: StackConfig) -> list[dict[str, Any]]:
-    """One entry per TPU pool: the slice's shape, node counts and placement."""
+    """One entry per TPU pool (slice and capacity tier): the slice's shape, node counts and placement."""
     tpu = config.tpu
     s = tpu.slice
+    tiers = tpu.tiers
     return [
         {
             "pool": pool,
@@ -65,14 +66,14 @@ def slice_plan(config: StackConfig) -> list[dict[str, Any]]:
             "hosts": s.hosts,
             "chips_per_host": s.chips_per_host,
             "multi_host": s.multi_host,
-            "nodes_min": tpu.nodes_min,
-            "nodes_max": tpu.nodes_max,
+            "nodes_min": tpu.tier_nodes(tier)[0],
+            "nodes_max": tpu.tier_nodes(tier)[1],
             "hbm_gb": s.hbm_bytes / 1e9,
             "zone": tpu.zone,
-            "spot": tpu.spot,
+            "spot": tiers[tier].type == "spot",
             "node_selector": s.node_selector,
         }
-        for pool in config.pool_names()
+        for _, tier, pool in config.tier_pools()
     ]
 
 
@@ -86,17 +87,63 @@ def cost_per_hour(config: StackConfig) -> dict[str, Any]:
     tpu = config.tpu
     s = tpu.slice
     chips_max = tpu.nodes_max * s.chips_per_host * tpu.slices
-    chips_min = tpu.nodes_min * s.chips_per_host * tpu.slices
+    chips_min = tpu.tier_nodes(0)[0] * s.chips_per_host * tpu.slices
     on_demand = s.hourly_price(config.region, chips=chips_max)
     spot = s.hourly_price(config.region, spot=True, chips=chips_max)
+    first = tpu.tiers[0].type  # what the stack is billed for: its preferred tier (capacity_tiers has them all)
     return {
         "on_demand": on_demand,
         "spot": spot,
-        "billed": spot if tpu.spot else on_demand,
-        "billed_at_min_nodes": s.hourly_price(config.region, spot=tpu.spot, chips=chips_min),
+        "billed": s.capacity_price(config.region, first, chips=chips_max),
+        "billed_at_min_nodes": s.capacity_price(config.region, first, chips=chips_min),
         "chips": chips_max,
         "region": config.region,
         "basis": f"TPU chips only; {tpu_catalog.PRICE_SOURCE}; as of {tpu_catalog.PRICE_AS_OF}",
+    }
+
+
+def _price_basis(capacity: str) -> str:
+    """Where the catalog's rate for ``capacity`` comes from, and when it was read."""
+    if capacity in ("flexStart", "queuedProvisioning"):
+        return f"{tpu_catalog.SRC_FLEX_START_PRICE}; as of {tpu_catalog.FLEX_START_PRICE_AS_OF}"
+    if capacity == "reservation":
+        return f"{tpu_catalog.SRC_RESERVATION_PRICE}; on-demand rate: {tpu_catalog.PRICE_SOURCE}; as of {tpu_catalog.PRICE_AS_OF}"
+    return f"{tpu_catalog.PRICE_SOURCE}; as of {tpu_catalog.PRICE_AS_OF}"
+
+
+def tier_costs(config: StackConfig) -> dict[str, Any]:
+    """TPU $/h per capacity tier (tier order, first preferred): its pools, chips at their minimum and
+    maximum size and the catalog rate of its capacity type with source and date (None where the
+    catalog has no such price, never guessed), and the maximum if every tier fills at once (the
+    scheduler only falls back when a tier before is full, so that is the bound, not the usual bill)."""
+    tpu = config.tpu
+    s = tpu.slice
+    tiers: list[dict[str, Any]] = []
+    maxima: list[float | None] = []
+    for t, spec in enumerate(tpu.tiers):
+        low, high = tpu.tier_nodes(t)
+        chips_min, chips_max = (n * s.chips_per_host * tpu.slices for n in (low, high))
+        tiers.append(
+            {
+                "tier": t,
+                "type": spec.type,
+                "reservation": spec.reservation,
+                "max_run_hours": spec.max_run_hours,
+                "pools": [name for _, tier, name in config.tier_pools() if tier == t],
+                "chips_min": chips_min,
+                "chips_max": chips_max,
+                "usd_per_hour_min": s.capacity_price(config.region, spec.type, chips=chips_min),
+                "usd_per_hour_max": s.capacity_price(config.region, spec.type, chips=chips_max),
+                "basis": _price_basis(spec.type),
+            }
+        )
+        maxima.append(tiers[-1]["usd_per_hour_max"])
+    known = [m for m in maxima if m is not None]
+    return {
+        "region": config.region,
+        "tiers": tiers,
+        "chips_if_every_tier_fills": sum(int(tier["chips_max"]) for tier in tiers),
+        "usd_per_hour_if_every_tier_fills": round(sum(known), 4) if len(known) == len(maxima) else None,
     }
 
 
@@ -111,7 +158,10 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         "cluster": {"name": cfg.cluster_name, "location": cfg.cluster_location, "addons": sorted(cfg.addons)},
         "slices": slice_plan(cfg),
         "cost_usd_per_hour": cost_per_hour(cfg),
+        "capacity_tiers": tier_costs(cfg),
         "capacity": result.stack_plan.to_dict(),
+        # What must exist in the project for `pulumi up` (quota, reservations, flex-start zone), per pool.
+        "preflight": preflight.checklist(cfg).to_dict(),
         "resources": [r.to_dict() for r in result.resources],
         "manifests": result.manifests,
         "endpoints": [e.to_dict() for e in endpoints(result.manifests)],

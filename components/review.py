@@ -44,6 +44,9 @@ class StackChange:
     manifest_diff: str
     base_is_state: bool = False
     head_manifests: list[dict[str, Any]] = field(default_factory=list)
+    tiers_base: dict[str, Any] = field(default_factory=dict)
+    """The base plan's ``capacity_tiers`` ($/h per capacity tier; empty for a state export or a new stack)."""
+    tiers_head: dict[str, Any] = field(default_factory=dict)
 
     @property
     def added(self) -> list[step_model.Step]:
@@ -131,6 +134,8 @@ def compare_stack(stack: str, base: Mapping[str, Any] | None, head: Mapping[str,
         manifest_diff="" if base_is_state else diff,
         base_is_state=base_is_state,
         head_manifests=list((head or {}).get("manifests", [])),
+        tiers_base=dict((plan_base or {}).get("capacity_tiers") or {}),
+        tiers_head=dict((head or {}).get("capacity_tiers") or {}),
     )
 
 
@@ -152,6 +157,15 @@ def _slices(slices: list[dict[str, Any]]) -> str:
         return "none"
     s = slices[0]
     return f"{len(slices)} × {s['generation']} {s['topology']} ({s['machine_type']} × {s['hosts']}, {s['chips']} chips)"
+
+
+def _tiers(tiers: Mapping[str, Any]) -> str:
+    """Capacity tiers at full size, first preferred, and the maximum if every tier fills."""
+    listed = tiers.get("tiers") or []
+    if not listed:
+        return "none"
+    text = " → ".join(f"{t['type']} {_money(t['usd_per_hour_max'])}" for t in listed)
+    return f"{text} (every tier full: {_money(tiers.get('usd_per_hour_if_every_tier_fills'))})"
 
 
 def _steps_section(c: StackChange) -> list[str]:
@@ -241,6 +255,8 @@ def render_comment(changes: list[StackChange], head: Mapping[str, Any] | None = 
             lines.append(f"> [!WARNING]\n> Endpoint: {endpoint}.")
         if c.slices_base != c.slices_head:
             lines.append(f"- slices: {_slices(c.slices_base)} → {_slices(c.slices_head)}")
+        if c.tiers_base and c.tiers_base.get("tiers") != c.tiers_head.get("tiers"):
+            lines.append(f"- capacity tiers ($/h at full size): {_tiers(c.tiers_base)} ⇒ {_tiers(c.tiers_head)}")
         lines += ["", *_steps_section(c)]
         if c.manifest_diff:
             diff_lines = c.manifest_diff.splitlines()

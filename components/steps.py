@@ -554,13 +554,37 @@ def pool_chips(res: Res) -> int:
     return int(nodes) * found[1]
 
 
+def pool_capacity(res: Res) -> str:
+    """The capacity type (``tpu.capacity[].type``) a node pool's inputs say it obtains its VMs as."""
+    node_config = res.inputs.get("nodeConfig") or {}
+    if (res.inputs.get("queuedProvisioning") or {}).get("enabled"):
+        return "queuedProvisioning"
+    if node_config.get("flexStart"):
+        return "flexStart"
+    if (node_config.get("reservationAffinity") or {}).get("consumeReservationType") == "SPECIFIC_RESERVATION":
+        return "reservation"
+    return "spot" if node_config.get("spot") else "onDemand"
+
+
+_QUOTA_KIND = {
+    "onDemand": "on-demand",
+    "spot": "preemptible",
+    # DWS flex-start (and queued provisioning, flex-start with queueing) draws on preemptible quota
+    # (Cloud TPU 'Request Cloud TPUs using Flex-start', components/catalog/tpu.py SRC_FLEX_START_ZONES).
+    "flexStart": "preemptible",
+    "queuedProvisioning": "preemptible",
+    # Consuming a specific reservation uses the reserved capacity, not new quota.
+    "reservation": "reserved",
+}
+
+
 def pool_quota(res: Res) -> str | None:
-    """The TPU quota a pool draws on (``v6e on-demand``, ``v5e preemptible``), None for CPU pools."""
+    """The TPU quota a pool draws on (``v6e on-demand``, ``v5e preemptible``, ``v6e reserved``), None for CPU pools."""
     node_config = res.inputs.get("nodeConfig") or {}
     found = _TPU_MACHINES.get(str(node_config.get("machineType")))
     if res.type != NODE_POOL or found is None:
         return None
-    return f"{found[0].name} {'preemptible' if node_config.get('spot') else 'on-demand'}"
+    return f"{found[0].name} {_QUOTA_KIND[pool_capacity(res)]}"
 
 
 def _by_quota(pools: Iterable[Res]) -> dict[str, int]:
@@ -582,7 +606,8 @@ def pool_usd_per_hour(res: Res, region: str | None) -> float | None:
         return 0.0
     node_config = res.inputs["nodeConfig"]
     tpu_slice = _PRICED[str(node_config["machineType"])]
-    return tpu_slice.hourly_price(region, spot=bool(node_config.get("spot")), chips=chips)
+    # At the capacity type's rate: spot, flex-start (queued provisioning), or on-demand (a reservation too).
+    return tpu_slice.capacity_price(region, pool_capacity(res), chips=chips)
 
 
 def _sum(values: Iterable[float | None]) -> float | None:

@@ -6,10 +6,17 @@ Rules (from GKE's TPU docs, xpk and cluster-toolkit):
   ``policy_name``, a HIGH_THROUGHPUT workload policy the component creates); single-host pools get
   no placement policy, because GKE rejects ``tpu_topology`` on single-host pools.
 * one zone (``node_locations``): a slice is one physical block and COMPACT needs a single zone.
-* no taint is added: GKE taints TPU nodes with ``google.com/tpu`` itself; workloads tolerate it.
+* no taint is added by default: GKE taints TPU nodes with ``google.com/tpu`` itself; workloads
+  tolerate it. ``node_labels``/``node_taints`` add what a scheduling scheme needs (a ComputeClass's).
 * autoscaling only for single-host pools, as *total* min/max; the node count is then owned by the
   autoscaler, so we set ``initial_node_count`` once and ignore it afterwards (no perpetual diff,
   and no replacement: ``initial_node_count`` is create-only).
+* capacity (one pool per capacity tier, ``pool_args`` in components/platform.py): on-demand (no
+  setting), ``spot``, a specific ``reservation``, ``flex_start`` and ``queued_provisioning`` (DWS).
+  Flex-start, queued-provisioning and ``scale_from_zero`` pools autoscale between 0 and the slice's
+  hosts (a multi-host slice atomically: all of its nodes or none), so a fallback pool costs nothing
+  until the scheduler needs it; GKE requires exactly that of flex-start and queued pools (see the
+  comments at the fields).
 * every pool runs as the cluster's node service account (``identity.NodeServiceAccount``: GKE's
   minimal node role), never the Compute Engine default, and depends on its grants (created after,
   deleted before them). GCE metadata (``tpu.workloadMetadata: GCE_METADATA``, as the Pathways
@@ -46,10 +53,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import pulumi
 import pulumi_gcp as gcp
+from pydantic import ValidationError
 
 from components import naming
 from components.args import (
@@ -68,9 +76,32 @@ from components.catalog import tpu as tpu_catalog
 from components.config import rules
 from components.config.environments import ALLOW_REPLACE_LABEL
 from components.config.errors import Violation, rule
-from components.config.platform import AutoscalingSpec, ThreadsPerCore, TpuSpec, WorkloadMetadata
+from components.config.platform import (
+    AutoscalingSpec,
+    CapacityTierSpec,
+    CapacityType,
+    ThreadsPerCore,
+    TpuSpec,
+    WorkloadMetadata,
+)
 from components.gke import CLOUD_PLATFORM_SCOPE, GkeCluster
 from components.identity import stack_urn
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+"""A Kubernetes taint effect, as a ``node_taints`` entry spells it."""
+_GKE_TAINT_EFFECT: Mapping[str, str] = {
+    "NoSchedule": "NO_SCHEDULE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+}
+"""Kubernetes effect -> GKE's ``node_config.taint.effect`` enum (container/node_config.go taint schema:
+NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)."""
+QUEUED_LABEL = "cloud.google.com/gke-queued"
+"""Node label of a queued-provisioning pool. GKE taints such nodes with this key itself; the label is set
+on the pool so workloads can select them (GoogleCloudPlatform/cluster-toolkit
+modules/compute/gke-node-pool/main.tf:69-75, HEAD 104708037)."""
+SCALE_FROM_ZERO = ("flexStart", "queuedProvisioning")
+"""Capacity types whose pools GKE only runs autoscaled from zero."""
 
 SHAPE_INPUTS = ("placementPolicy", "nodeConfig.machineType", "nodeLocations")
 """NodePool inputs that define the slice itself: a change replaces the pool (``replaceOnChanges``)."""
@@ -134,6 +165,47 @@ class TpuSlicePoolArgs:
         default=default_of(TpuSpec, "threads_per_core"), metadata=meta(TpuSpec, "threads_per_core")
     )
     disk_size_gb: int = field(default=default_of(TpuSpec, "disk_size_gb"), metadata=meta(TpuSpec, "disk_size_gb"))
+    flex_start: bool = field(
+        default=False,
+        metadata=own(
+            "Dynamic Workload Scheduler flex-start VMs (node_config.flex_start): the pool autoscales from 0 to the "
+            "slice's hosts when pods wait for it, with location policy ANY, no reservation and no auto-repair, as "
+            "GKE requires. Not with spot, reservation or autoscaling."
+        ),
+    )
+    queued_provisioning: bool = field(
+        default=False,
+        metadata=own(
+            "DWS queued provisioning (queued_provisioning.enabled, with flex_start): nodes are created only for "
+            "a ProvisioningRequest (Kueue's queued-provisioning.gke.io admission check), all of a slice at once; "
+            f"nodes are labelled {QUEUED_LABEL}=true. Multi-host slices; not with spot, reservation or autoscaling."
+        ),
+    )
+    max_run_hours: int | None = field(default=None, metadata=meta(CapacityTierSpec, "max_run_hours", validated=False))
+    scale_from_zero: bool = field(
+        default=False,
+        metadata=own(
+            "Autoscale the pool between 0 and the slice's hosts (a multi-host slice atomically) instead of holding "
+            "the slice: a fallback capacity tier, created when pods cannot be placed on the preferred one. "
+            "Implied by flex_start and queued_provisioning; not with autoscaling (set its min_nodes to 0 instead)."
+        ),
+    )
+    node_labels: Mapping[str, str] = field(
+        default_factory=dict,
+        metadata=own(
+            "Kubernetes labels on the pool's nodes (node_config.labels; updated in place), e.g. "
+            "cloud.google.com/compute-class=<class> with the matching taint for a manually created pool of a custom "
+            "ComputeClass (GKE 'About custom ComputeClasses', "
+            "https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes#manual-node-pools)."
+        ),
+    )
+    node_taints: Sequence[tuple[str, str, TaintEffect]] = field(
+        default=(),
+        metadata=own(
+            "Kubernetes taints on the pool's nodes as (key, value, effect) (node_config.taint; updated in place), "
+            "e.g. (cloud.google.com/compute-class, <class>, NoSchedule). GKE's own google.com/tpu taint is added by GKE."
+        ),
+    )
     allow_replacement: bool = field(
         default=default_of(TpuSpec, "allow_replacement"),
         metadata=meta(
@@ -208,13 +280,92 @@ class TpuSlicePoolArgs:
         if self.project is not None:
             found += rules.project_rules("project", self.project)
         found += rules.label_rules("labels", self.labels)
-        problems = violations(found)
+        problems = violations(found) + self._capacity_problems()
         if self.pool_name is not None:
             problems += [
                 Violation("pool_name", self.pool_name, p, naming.GKE_NAME_PATTERN, "choose another name")
                 for p in naming.gke_name_problems(self.pool_name)
             ]
         check(self, problems)
+
+    @property
+    def capacity(self) -> CapacityType:
+        """The pool's capacity type (``tpu.capacity[].type``); valid once the Args are."""
+        if self.queued_provisioning:
+            return "queuedProvisioning"
+        if self.flex_start:
+            return "flexStart"
+        if self.reservation:
+            return "reservation"
+        return "spot" if self.spot else "onDemand"
+
+    @property
+    def scales_from_zero(self) -> bool:
+        return self.scale_from_zero or self.capacity in SCALE_FROM_ZERO
+
+    def _capacity_problems(self) -> list[Violation]:
+        """The stack's capacity rules (TpuSpec.capacity_rules, written once) applied to this pool's one tier."""
+        chosen = [
+            name
+            for name, on in (
+                ("spot", self.spot),
+                ("reservation", bool(self.reservation)),
+                ("flex_start", self.flex_start and not self.queued_provisioning),
+                ("queued_provisioning", self.queued_provisioning),
+            )
+            if on
+        ]
+        if len(chosen) > 1:
+            fields = ", ".join(chosen)
+            return [Violation(chosen[-1], True, f"cannot be combined with {fields}", "one capacity option", "keep one")]
+        problems: list[Violation] = []
+        if self.scale_from_zero and self.autoscaling is not None:
+            problems.append(
+                Violation(
+                    "scale_from_zero",
+                    True,
+                    "cannot be combined with autoscaling",
+                    "one of them",
+                    "set autoscaling.min_nodes to 0",
+                )
+            )
+        tier = {"type": self.capacity, "reservation": self.reservation, "maxRunHours": self.max_run_hours}
+        spec = TpuSpec.model_validate(
+            {
+                "generation": self.generation,
+                "topology": self.topology,
+                "machineType": self.machine_type,
+                "zone": self.zone,
+                "allowUndocumentedZone": self.allow_undocumented_zone,
+                "autoscaling": None,
+            }
+        )
+        try:
+            one_tier = spec.model_copy(update={"capacity": [CapacityTierSpec.model_validate(tier)]})
+        except ValidationError as error:  # maxRunHours out of range
+            return [
+                Violation("max_run_hours", self.max_run_hours, e["msg"], "1..168", "use at most GKE's 7 days (168 hours)")
+                for e in error.errors()
+            ]
+        found = one_tier.capacity_rules()
+        if isinstance(self.cluster, GkeCluster):
+            found += rules.flex_start_version_rules("cluster.version", self.cluster.version, [self.capacity])
+        if self.autoscaling is not None and self.capacity in SCALE_FROM_ZERO:
+            found.append(
+                rule(
+                    "autoscaling",
+                    {"min_nodes": self.autoscaling.min_nodes, "max_nodes": self.autoscaling.max_nodes},
+                    f"cannot be combined with {self.capacity} (it scales from zero itself)",
+                    "unset",
+                    "remove autoscaling",
+                )
+            )
+        names = {
+            "capacity.0.type": "flex_start" if self.capacity == "flexStart" else "queued_provisioning",
+            "capacity.0.maxRunHours": "max_run_hours",
+        }
+        problems += [Violation(names.get(r["path"], r["path"]), r["value"], r["problem"], r["allowed"], r["fix"]) for r in found]
+        return problems
 
     @property
     def tpu_slice(self) -> tpu_catalog.TpuSlice:
@@ -267,22 +418,54 @@ class TpuSlicePool(pulumi.ComponentResource):
             project, location, node_service_account = args.project, args.location, args.node_service_account
             cluster_name = cluster
         self.tpu_slice = tpu_slice = args.tpu_slice
-        autoscaling = args.autoscaling
+        self.capacity: CapacityType = args.capacity
+        # (total min, total max) nodes when the autoscaler owns the count; None: a held slice.
+        bounds: tuple[int, int] | None = None
+        if args.autoscaling is not None:
+            bounds = (args.autoscaling.min_nodes, args.autoscaling.max_nodes)
+        elif args.scales_from_zero:
+            # Flex-start and queued pools start empty and may not have a static node count
+            # (cluster-toolkit gke-node-pool/main.tf:400-401 "autoscaling_total_min_nodes should be 0 when
+            # enable_queued_provisioning is true", :420-421 flex-start "does not work with static_node_count";
+            # xpk src/xpk/core/nodepool.py: --num-nodes=0 for flex-start). Up to the slice's hosts: a
+            # multi-host slice is scaled atomically, all of its VMs or none (GKE "About TPUs in GKE").
+            bounds = (0, tpu_slice.hosts)
+        dws = args.capacity in SCALE_FROM_ZERO
 
-        reservation = (
-            gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+        if args.reservation:
+            # A specific reservation: its name, a shared one's projects/P/reservations/R, or either with
+            # /reservationBlocks/B[/reservationSubBlocks/S] as the value (the forms xpk passes to gcloud's
+            # --reservation, AI-Hypercomputer/xpk src/xpk/core/capacity.py and nodepool_test.py).
+            reservation = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
                 consume_reservation_type="SPECIFIC_RESERVATION",
                 key="compute.googleapis.com/reservation-name",
                 values=[args.reservation],
             )
-            if args.reservation
-            else None
-        )
+        elif dws:
+            # DWS capacity consumes no reservation (cluster-toolkit gke-node-pool/main.tf:396-397 and :424-425
+            # require NO_RESERVATION for queued provisioning and flex-start; xpk: --reservation-affinity=none).
+            reservation = gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
+        else:
+            reservation = None
+        labels = {**args.node_labels, **({QUEUED_LABEL: "true"} if args.queued_provisioning else {})}
         node_config = gcp.container.NodePoolNodeConfigArgs(
             machine_type=tpu_slice.machine_type,
             disk_size_gb=args.disk_size_gb,
             spot=args.spot or None,
             reservation_affinity=reservation,
+            # node_config.flex_start: flex-start VMs; queued provisioning is "flex-start with queued
+            # provisioning" and takes the flag too (GKE provisioningrequest: "you have to add the --flex-start
+            # and --enable-queued-provisioning flags when you create the node pool").
+            flex_start=True if dws else None,
+            # node_config.max_run_duration: "The runtime of each node in the node pool in seconds, terminated
+            # by 's'. Example: \"3600s\"" (terraform-provider-google-beta container/node_config.go:1487).
+            max_run_duration=f"{args.max_run_hours * 3600}s" if args.max_run_hours is not None else None,
+            labels=labels or None,
+            taints=[
+                gcp.container.NodePoolNodeConfigTaintArgs(key=key, value=value, effect=_GKE_TAINT_EFFECT[effect])
+                for key, value, effect in args.node_taints
+            ]
+            or None,
             oauth_scopes=[CLOUD_PLATFORM_SCOPE],
             # The cluster's node account; pods act as it only with GCE_METADATA.
             service_account=node_service_account,
@@ -335,21 +518,30 @@ class TpuSlicePool(pulumi.ComponentResource):
             cluster=cluster_name,
             location=location,
             node_locations=[args.zone],
-            node_count=None if autoscaling else tpu_slice.hosts,
-            initial_node_count=autoscaling.min_nodes if autoscaling else None,
+            node_count=None if bounds else tpu_slice.hosts,
+            initial_node_count=bounds[0] if bounds else None,
             autoscaling=(
                 gcp.container.NodePoolAutoscalingArgs(
-                    total_min_node_count=autoscaling.min_nodes,
-                    total_max_node_count=autoscaling.max_nodes,
-                    # ANY: take capacity wherever it is (one zone here), the TPU-friendly policy.
+                    total_min_node_count=bounds[0],
+                    total_max_node_count=bounds[1],
+                    # ANY: take capacity wherever it is (one zone here), the TPU-friendly policy; DWS pools
+                    # require it (xpk capacity.py flex-start: --location-policy=ANY; cluster-toolkit
+                    # gke-node-pool/main.tf sets location_policy "ANY" on every autoscaled pool).
                     location_policy="ANY",
                 )
-                if autoscaling
+                if bounds
                 else None
             ),
             placement_policy=placement,
+            # queued_provisioning.enabled: "nodes in this node pool are obtainable solely through the
+            # ProvisioningRequest API" (container/resource_container_node_pool.go:409-419).
+            queued_provisioning=(
+                gcp.container.NodePoolQueuedProvisioningArgs(enabled=True) if args.queued_provisioning else None
+            ),
             node_config=node_config,
-            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            # Flex-start (and so queued) pools need auto-repair off (cluster-toolkit gke-node-pool/main.tf:416-417
+            # "enable_flex_start needs node auto_repair set to false"; xpk: --no-enable-autorepair).
+            management=gcp.container.NodePoolManagementArgs(auto_repair=not dws, auto_upgrade=True),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 protect=args.protect and not args.allow_replacement,
@@ -360,7 +552,7 @@ class TpuSlicePool(pulumi.ComponentResource):
                 # slice each of these is a new slice, so Pulumi replaces the pool instead.
                 replace_on_changes=list(SHAPE_INPUTS),
                 # name: set once at creation (see the module docstring); node counts: the autoscaler's.
-                ignore_changes=["name", *(["initialNodeCount", "nodeCount"] if autoscaling else [])],
+                ignore_changes=["name", *(["initialNodeCount", "nodeCount"] if bounds else [])],
                 depends_on=[*node_grants, *args.depends_on],
                 aliases=pool_aliases,
             ),

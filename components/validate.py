@@ -8,7 +8,7 @@ Public API
     Human-readable problems (empty list if valid), each formatted as
     ``<kind>/<metadata.name>: <path>: <message>``; ``<path>`` is a field path such as
     ``spec.template.spec.containers[0].image`` (``<root>`` for the whole object).
-    ``controller_versions`` maps a controller (``lws``, ``jobset``) to its release, as
+    ``controller_versions`` maps a controller (``lws``, ``jobset``, ``kueue``) to its release, as
     ``ControllersSpec.by_controller`` of the stack config gives it; omitted controllers use the
     config defaults.
 ``validate_all(objs, *, kubernetes_version=..., controller_versions=None) -> list[str]``
@@ -38,19 +38,24 @@ instead of calling ``kubernetes_validate.validate`` because that function
 Custom resources
 ----------------
 The custom resources known here are those declared in ``components/crds/controllers.py`` (kind,
-schema source, name rule). ``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSet and
-``jobset.x-k8s.io/v1alpha2`` JobSet are validated against the ``openAPIV3Schema`` of the CRD of the
-configured controller release, taken from the very CRDs the stack installs (``components/crds``,
-see :data:`CONTROLLER_RESOURCES`);
-``ray.io/v1`` RayCluster and RayJob and ``monitoring.googleapis.com/v1`` PodMonitoring against the
-CRD schemas vendored in ``components/schemas`` (sources and versions in its README). Both use
+schema source, name rule). ``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSet,
+``jobset.x-k8s.io/v1alpha2`` JobSet and the ``kueue.x-k8s.io/v1beta2`` kinds (ResourceFlavor,
+ClusterQueue, LocalQueue, AdmissionCheck, ProvisioningRequestConfig) are validated against the
+``openAPIV3Schema`` of the CRD of the configured controller release, taken from the very CRDs the
+stack installs (``components/crds``; Kueue's are its chart's templates, rendered; see
+:data:`CONTROLLER_RESOURCES`);
+``ray.io/v1`` RayCluster and RayJob, ``monitoring.googleapis.com/v1`` PodMonitoring,
+``autoscaling.x-k8s.io/v1`` ProvisioningRequest and ``cloud.google.com/v1`` ComputeClass against
+the schemas in ``components/schemas`` (sources and versions in its READMEs; ComputeClass's is
+hand-built from GKE's reference page because GKE publishes no CRD file). Both use
 ``jsonschema`` Draft 2020-12. At load time every object schema
 that has ``properties`` but neither ``additionalProperties`` nor
 ``x-kubernetes-preserve-unknown-fields`` gets ``additionalProperties: false`` (so typos are caught,
-including inside the embedded PodSpec/JobSpec schemas), and ``nullable: true`` becomes a
-null-allowing ``type``. Formats are not checked (PodMonitoring's ``format: duration`` is a Go
-duration such as ``30s``, not ISO 8601). CEL rules (``x-kubernetes-validations``) and list-map
-keys are not checked.
+including inside the embedded PodSpec/JobSpec schemas), ``nullable: true`` becomes a
+null-allowing ``type``, and a Go-only ``pattern`` form (``^(?i)...``, a flag group after ``^``, in
+Kueue's AdmissionCheck) is rewritten to Python's equivalent ``^(?i:...)``. Formats are not
+checked (PodMonitoring's ``format: duration`` is a Go duration such as ``30s``, not ISO 8601).
+CEL rules (``x-kubernetes-validations``) and list-map keys are not checked.
 
 CR ``metadata`` (``{type: object}`` in every CRD) is validated against the strict ``ObjectMeta``
 schema of ``kubernetes_version`` and the name rules below (each kind's ``name_max_length`` and
@@ -72,6 +77,9 @@ RayCluster         DNS-1035 label, <= 53 (KubeRay ``MaxRayClusterNameLength``: 6
 RayJob             DNS-1035 label, <= 47 (KubeRay ``MaxRayJobNameLength`` = 53 - 6: the RayCluster
                    is named ``<name>-<5 random chars>``); enforced by the KubeRay controller.
 PodMonitoring      only the generic DNS-1123 subdomain rule.
+Kueue kinds,       only the generic DNS-1123 subdomain rule (Kueue's webhooks add none; a
+ComputeClass,      LocalQueue name is also the value of workloads' ``kueue.x-k8s.io/queue-name``
+ProvisioningReq.   label, which the label rules below check on those workloads).
 =================  ==========================================================================
 
 Not checked (documented limitation): StatefulSet-derived limits for LWS (worker StatefulSets are
@@ -400,12 +408,27 @@ def _builtin_problems(obj: Mapping[str, Any], kubernetes_version: str) -> list[_
 # --------------------------------------------------------------------------- custom resources
 
 
+# A CRD ``pattern`` is a Go (RE2) regular expression, where a flag group may follow ``^`` and then
+# applies to the rest of the expression (Kueue's AdmissionCheck ``spec.parameters.kind`` is
+# ``^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$``); Python accepts global flags only at the very start.
+_LEADING_FLAGS_RE = re.compile(r"(\^?)\(\?([ims]+)\)(.*)", re.DOTALL)
+
+
+def _python_pattern(pattern: str) -> str:
+    """``pattern`` as Python ``re`` syntax: ``^(?i)rest`` becomes the equivalent ``^(?i:rest)``."""
+    match = _LEADING_FLAGS_RE.fullmatch(pattern)
+    return f"{match[1]}(?{match[2]}:{match[3]})" if match and match[1] else pattern
+
+
 def _strictify(schema: object) -> None:
-    """In place: ``additionalProperties: false`` on closed object schemas, ``nullable`` -> type.
+    """In place: ``additionalProperties: false`` on closed object schemas, ``nullable`` -> type,
+    Go-only regular-expression syntax in ``pattern`` -> Python's (:func:`_python_pattern`).
 
     Walks only schema positions (never ``default``/``enum`` values or property *names*)."""
     if not isinstance(schema, dict):
         return
+    if isinstance(schema.get("pattern"), str):
+        schema["pattern"] = _python_pattern(schema["pattern"])
     if schema.pop("nullable", False) is True:
         type_ = schema.get("type")
         if isinstance(type_, str):

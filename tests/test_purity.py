@@ -52,6 +52,7 @@ PURE: dict[str, tuple[str, ...]] = {
     "config": ("components/config/**/*.py",),
     "catalog": ("components/catalog/**/*.py",),
     "planner": ("components/planner/**/*.py",),
+    "pre-flight": ("components/preflight.py",),
 }
 """The pure set, by group: each group must match at least one file, so a move cannot empty it."""
 

@@ -221,7 +221,107 @@ def podmonitoring() -> Obj:
     }
 
 
-CR_FIXTURES = [lws, jobset, raycluster, rayjob, podmonitoring]
+def resourceflavor() -> Obj:
+    # Kueue kinds: shapes of kubernetes-engine-samples ai-ml/gke-ray/tpu/dws/dws-tpu-queue.yaml
+    # (upstream objects and their sources: tests/test_kueue.py, tests/data/kueue).
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "dws"},
+        "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": "tpu-slice-0"}},
+    }
+
+
+def clusterqueue() -> Obj:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cluster-queue"},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["google.com/tpu"],
+                    "flavors": [{"name": "dws", "resources": [{"name": "google.com/tpu", "nominalQuota": 16}]}],
+                }
+            ],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": "dws-prov", "onFlavors": ["dws"]}]},
+        },
+    }
+
+
+def localqueue() -> Obj:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": "user-queue", "namespace": "llm"},
+        "spec": {"clusterQueue": "cluster-queue"},
+    }
+
+
+def admissioncheck() -> Obj:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "dws-prov"},
+        "spec": {
+            "controllerName": "kueue.x-k8s.io/provisioning-request",
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "dws-config"},
+        },
+    }
+
+
+def provisioningrequestconfig() -> Obj:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ProvisioningRequestConfig",
+        "metadata": {"name": "dws-config"},
+        "spec": {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": ["google.com/tpu"]},
+    }
+
+
+def computeclass() -> Obj:
+    return {
+        "apiVersion": "cloud.google.com/v1",
+        "kind": "ComputeClass",
+        "metadata": {"name": "tpu-v6e-4x4"},
+        "spec": {
+            "priorities": [
+                {"nodepools": ["tpu-slice-0"]},
+                {"tpu": {"type": "tpu-v6e-slice", "count": 4, "topology": "4x4"}, "spot": True},
+            ],
+            "nodePoolAutoCreation": {"enabled": False},
+            "whenUnsatisfiable": "DoNotScaleUp",
+        },
+    }
+
+
+def provisioningrequest() -> Obj:
+    return {
+        "apiVersion": "autoscaling.x-k8s.io/v1",
+        "kind": "ProvisioningRequest",
+        "metadata": {"name": "slice-0", "namespace": "llm"},
+        "spec": {
+            "provisioningClassName": "queued-provisioning.gke.io",
+            "podSets": [{"count": 4, "podTemplateRef": {"name": "slice-0"}}],
+        },
+    }
+
+
+CR_FIXTURES = [
+    lws,
+    jobset,
+    raycluster,
+    rayjob,
+    podmonitoring,
+    resourceflavor,
+    clusterqueue,
+    localqueue,
+    admissioncheck,
+    provisioningrequestconfig,
+    computeclass,
+    provisioningrequest,
+]
 
 
 def _only(errors: list[str], *needles: str) -> None:

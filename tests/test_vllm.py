@@ -478,6 +478,13 @@ def test_multi_host_lws_group_size_is_the_slices_hosts() -> None:
         assert '"$LWS_GROUP_SIZE"' in leader["command"][2]
         assert '--address="$LWS_LEADER_ADDRESS:6379"' in worker["command"][2]
         assert "--distributed-executor-backend=ray" in leader["args"]
+        # vLLM's Ray executor copies the leader's VLLM_* variables to every worker unless the leader
+        # lists them in $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json: each host keeps its own cache dir.
+        script = leader["command"][2]
+        assert "\"$VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json\"" in script
+        assert "echo '[\"VLLM_XLA_CACHE_PATH\"]'" in script
+        assert script.index("ray_non_carry_over_env_vars.json") < script.index("exec python3 -m vllm")
+        assert {e["name"]: e.get("value") for e in leader["env"]}["VLLM_CONFIG_ROOT"] == render.VLLM_CONFIG_ROOT
 
 
 def test_multi_host_parallelism_is_pipeline_over_hosts_times_tensor_within() -> None:
@@ -613,6 +620,15 @@ def test_fp8_file_cache_holds_the_one_byte_checkpoint() -> None:
     assert spec.file_cache_gi("llama3.1-405b", "fp8") == 416  # 405.85e9 B x 1.1 / 2^30, rounded up
     assert spec.file_cache_gi("llama3.1-405b") == 832
     assert render.cache_volume_size(ironwood(weights="fp8")).endswith("Gi")
+
+
+def test_default_file_cache_is_capped_at_half_the_host() -> None:
+    # 405B bf16 is ~832 GiB with its 10%; a ct6e-standard-4t host (720 GB) lends the cache at most half.
+    assert resolve(multi_config("4x8")).slice.machine_type == "ct6e-standard-4t"
+    spec = settings(ironwood(weights="fp8").config)  # no fileCacheGi configured
+    assert spec.file_cache_gi("llama3.1-405b", None, "ct6e-standard-4t") == 335 == int(720e9 * 0.5 // 2**30)
+    assert spec.file_cache_gi("llama3.1-405b", None, "ct6e-standard-8t") == 670
+    assert spec.file_cache_gi("llama3.1-405b") == 832  # RAM not known: the whole checkpoint
 
 
 def test_fp8_without_an_fp8_checkpoint_needs_a_model_id() -> None:

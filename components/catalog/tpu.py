@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
@@ -82,6 +82,29 @@ SRC_PLACEMENT_WORKLOAD_POLICY = (
 SRC_PRICES_UNKNOWN_TPU7X = (
     "no tpu7x rows in the SkyPilot snapshot above and no Cloud TPU price page in the reference stores (2026-11): "
     "unknown, never guessed"
+)
+SRC_FLEX_START_ZONES = (
+    "GKE 'About flex-start provisioning mode' https://cloud.google.com/kubernetes-engine/docs/concepts/dws (zh-cn copy, "
+    "read 2026-11): TPU Trillium (v6e) in asia-northeast1-b, us-east5-a, us-east5-b; v5e in us-west4-a; v5p in "
+    "us-east5-a; TPUs need GKE 1.33.0-gke.1712000 or later. The Cloud TPU API page ('Request Cloud TPUs using "
+    "Flex-start', copy dated 2025-08-19) adds v5e us-central1-a for its own queued resources, not GKE. tpu7x "
+    "flex-start is allow-listed only (Compute Engine 'TPU machines'), so it has no zone here"
+)
+FLEX_START_MIN_GKE_VERSION = "1.33.0-gke.1712000"
+"""Oldest GKE version that runs flex-start (and so queued-provisioning) TPU node pools (:data:`SRC_FLEX_START_ZONES`)."""
+SRC_FLEX_START_PRICE = (
+    "v6e flex-start $1.35 per chip-hour in europe-west4, us-east1, us-east5 and asia-northeast1: a public benchmark "
+    "write-up citing https://cloud.google.com/products/dws/pricing (secondary; the DWS page itself is not in the "
+    "reference stores); no other generation's flex-start price was found. Queued provisioning is DWS flex-start "
+    "with queued provisioning (GKE 'Run a large-scale workload with flex-start with queued provisioning', "
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest) and is priced the same"
+)
+FLEX_START_PRICE_AS_OF = "2026-11"
+SRC_RESERVATION_PRICE = (
+    "Compute Engine 'Reservations of Compute Engine zonal resources' "
+    "(https://cloud.google.com/compute/docs/instances/reservations-overview): reserved resources are billed at the "
+    "on-demand rate whether used or not, less any committed-use discount; TPU reservations of 1 year or more come "
+    "with a CUD whose TPU rates are not in the reference stores, so the on-demand rate is the list-price bound"
 )
 
 SRC_EXPLICIT_GKE_VERSION = (
@@ -186,6 +209,12 @@ class TpuGeneration:
     generation's floor is a patch build that a channel's default may be below. False where the floor
     is a minor older than every channel's default when the catalog was written (see
     :data:`SRC_EXPLICIT_GKE_VERSION`)."""
+    flex_start_zones: tuple[str, ...] = ()
+    """Zones where flex-start (DWS) capacity of this generation is documented (:data:`SRC_FLEX_START_ZONES`);
+    empty where none is."""
+    flex_start_prices: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    """Flex-start (and queued-provisioning) USD per chip-hour by region (:data:`SRC_FLEX_START_PRICE`); a
+    region missing here has no known price."""
 
     def machine_type(self, chips_per_host: int) -> str:
         return f"{self.machine_prefix}-{chips_per_host}t"
@@ -272,6 +301,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                     "asia-southeast1-b",
                 ),
                 multi_host_placement="COMPACT",
+                flex_start_zones=("us-west4-a",),
                 prices=MappingProxyType(
                     {r: ChipPrice(1.20) for r in _US_V5E}
                     | {
@@ -325,6 +355,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                 # copy and are left out.
                 zones=("us-central1-a", "us-east5-a", "europe-west4-b"),
                 multi_host_placement="COMPACT",
+                flex_start_zones=("us-east5-a",),
                 # v5p-8 (4 chips) rows of the snapshot, divided by 4; the larger slices price the same per chip.
                 prices=MappingProxyType(
                     {
@@ -388,6 +419,10 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                     "southamerica-west1-a",
                 ),
                 multi_host_placement="COMPACT",
+                flex_start_zones=("asia-northeast1-b", "us-east5-a", "us-east5-b"),
+                flex_start_prices=MappingProxyType(
+                    {r: 1.35 for r in ("europe-west4", "us-east1", "us-east5", "asia-northeast1")}
+                ),
                 prices=MappingProxyType(
                     {r: ChipPrice(2.70) for r in _US_V6E}
                     | {
@@ -469,6 +504,141 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
 )
 
 
+# ---- TPU quota of GKE node pools (components/preflight.py reads it)
+
+SRC_QUOTA_GKE = (
+    "GKE 'Deploy TPU workloads in GKE Standard' https://cloud.google.com/kubernetes-engine/docs/how-to/tpus and "
+    "'Troubleshoot TPUs in GKE' https://docs.cloud.google.com/kubernetes-engine/docs/troubleshooting/tpus (read "
+    "2026-11): on-demand and Spot TPU slice node pools need Compute Engine API quota (compute.googleapis.com, per "
+    "region), not Cloud TPU API quota; a node pool that consumes a TPU reservation needs no TPU quota; the quota "
+    "names per machine-type prefix (ct5lp- 'TPU v5 Lite PodSlice chips' / 'Preemptible TPU v5 Lite Podslice chips', "
+    "ct5p- 'TPU v5p chips' / 'Preemptible TPU v5p chips', ct6e- 'TPUs per TPU family' tpu_family=CT6E / "
+    "'Preemptible TPU slices v6e', tpu7x- 'TPUs per TPU family' tpu_family=tpu7x / 'Preemptible TPU slices tpu7x') "
+    "as a public research note quotes that table (github find_string 'Preemptible TPU slices tpu7x', 2026-07-14)"
+)
+SRC_QUOTA_REGIONS_GET = (
+    "google-cloud-compute 1.57.0 compute_v1.Quota.Metric: the TPU metrics Compute Engine's regions.get reports "
+    "are TPU_LITE_DEVICE_V5, TPU_LITE_PODSLICE_V5, TPU_PODSLICE_V4 and their PREEMPTIBLE_ forms, and no v5p, v6e "
+    "or tpu7x metric: those are Cloud Quotas (cloudquotas.googleapis.com) quota ids of compute.googleapis.com"
+)
+SRC_QUOTA_IDS = (
+    "Cloud Quotas ids seen by users of compute.googleapis.com (public write-ups, 2026-06..08: "
+    "'TPUS-PER-TPU-FAMILY-per-project-region' tpu_family=CT6E for v6e on-demand, "
+    "'PREEMPTIBLE-TPU-V6E-per-project-region' for v6e Spot and flex-start, 'TPU-V5P-per-project-region' and "
+    "'PREEMPTIBLE-TPU-V5P-per-project-region' for v5p); no tpu7x Spot quota id was found, only its console name"
+)
+SRC_QUOTA_V5E_DEVICE = (
+    "tpu-v5-lite-device (machine types ct5l-hightpu-*) is GKE's single-host v5e accelerator with its own "
+    "TPU_LITE_DEVICE_V5 quota (SRC_QUOTA_REGIONS_GET; skypilot-org/skypilot GKE_TPU_ACCELERATOR_TO_GENERATION: "
+    "'Only Single-host v5e TPU configurations'); this catalog builds v5e from ct5lp-hightpu-* "
+    "(tpu-v5-lite-podslice), whose single-host pools count against TPU_LITE_PODSLICE_V5 too (public GKE v5e "
+    "single-host ComputeClass guides check PREEMPTIBLE_TPU_LITE_PODSLICE_V5). The Cloud TPU API's v5e serving "
+    "quota (tpu-v5s-litepod-serving, Cloud TPU 'Quotas' https://cloud.google.com/tpu/docs/quota) is Cloud TPU API "
+    "quota, which GKE does not use"
+)
+SRC_QUOTA_DWS = (
+    "Compute Engine 'Provisioning models' https://cloud.google.com/compute/docs/instances/provisioning-models: "
+    "'When you create a Flex-start VM, preemptible quota is consumed. If your project lacks preemptible quota, "
+    "then standard quota is consumed' (quoted by public migration guides, 2026); Cloud TPU 'Request Cloud TPUs "
+    "using Flex-start' (flex-start uses preemptible quota). GKE queued provisioning is DWS flex-start with queued "
+    "provisioning (GKE 'provisioningrequest' how-to), so it draws on the same quota"
+)
+
+QuotaKind = Literal["on-demand", "preemptible"]
+"""The two Compute Engine TPU quotas of a generation: on-demand VMs, and preemptible (Spot; flex-start and
+queued provisioning too, :data:`SRC_QUOTA_DWS`)."""
+
+
+@dataclass(frozen=True)
+class TpuQuota:
+    """One Compute Engine quota a GKE TPU node pool draws on, counted in chips."""
+
+    name: str
+    """The console's name of the quota (IAM & Admin > Quotas, service Compute Engine API)."""
+    metric: str | None
+    """``Quota.metric`` as Compute Engine ``regions.get`` returns it; None where regions.get does not carry
+    this generation's quota (:data:`SRC_QUOTA_REGIONS_GET`): then only Cloud Quotas has it."""
+    quota_id: str | None
+    """Cloud Quotas quota id (service compute.googleapis.com) where regions.get does not carry the metric;
+    None where regions.get does, or where no id is documented (look it up by ``name``)."""
+    dimensions: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Cloud Quotas dimensions besides the region (``tpu_family`` of the family quota)."""
+
+
+@dataclass(frozen=True)
+class TpuQuotas:
+    """The on-demand and preemptible quota of one TPU machine family (one GKE accelerator)."""
+
+    machine_prefix: str
+    gke_accelerator: str
+    on_demand: TpuQuota
+    preemptible: TpuQuota
+    source: str
+
+    def of(self, kind: QuotaKind) -> TpuQuota:
+        return self.on_demand if kind == "on-demand" else self.preemptible
+
+
+TPU_QUOTAS: Mapping[str, TpuQuotas] = MappingProxyType(
+    {
+        q.machine_prefix: q
+        for q in (
+            TpuQuotas(
+                "ct5lp-hightpu",
+                "tpu-v5-lite-podslice",
+                TpuQuota("TPU v5 Lite PodSlice chips", "TPU_LITE_PODSLICE_V5", None),
+                TpuQuota("Preemptible TPU v5 Lite Podslice chips", "PREEMPTIBLE_TPU_LITE_PODSLICE_V5", None),
+                f"{SRC_QUOTA_GKE}; {SRC_QUOTA_REGIONS_GET}; {SRC_QUOTA_V5E_DEVICE}",
+            ),
+            TpuQuotas(
+                "ct5l-hightpu",
+                "tpu-v5-lite-device",
+                TpuQuota("TPU v5 Lite Device chips", "TPU_LITE_DEVICE_V5", None),
+                TpuQuota("Preemptible TPU v5 Lite Device chips", "PREEMPTIBLE_TPU_LITE_DEVICE_V5", None),
+                f"{SRC_QUOTA_REGIONS_GET}; {SRC_QUOTA_V5E_DEVICE}",
+            ),
+            TpuQuotas(
+                "ct5p-hightpu",
+                "tpu-v5p-slice",
+                TpuQuota("TPU v5p chips", None, "TPU-V5P-per-project-region"),
+                TpuQuota("Preemptible TPU v5p chips", None, "PREEMPTIBLE-TPU-V5P-per-project-region"),
+                f"{SRC_QUOTA_GKE}; {SRC_QUOTA_REGIONS_GET}; {SRC_QUOTA_IDS}",
+            ),
+            TpuQuotas(
+                "ct6e-standard",
+                "tpu-v6e-slice",
+                TpuQuota(
+                    "TPUs per TPU family",
+                    None,
+                    "TPUS-PER-TPU-FAMILY-per-project-region",
+                    MappingProxyType({"tpu_family": "CT6E"}),
+                ),
+                TpuQuota("Preemptible TPU slices v6e", None, "PREEMPTIBLE-TPU-V6E-per-project-region"),
+                f"{SRC_QUOTA_GKE}; {SRC_QUOTA_REGIONS_GET}; {SRC_QUOTA_IDS}",
+            ),
+            TpuQuotas(
+                "tpu7x-standard",
+                "tpu7x",
+                TpuQuota(
+                    "TPUs per TPU family",
+                    None,
+                    "TPUS-PER-TPU-FAMILY-per-project-region",
+                    MappingProxyType({"tpu_family": "tpu7x"}),
+                ),
+                TpuQuota("Preemptible TPU slices tpu7x", None, None),
+                f"{SRC_QUOTA_GKE}; {SRC_QUOTA_REGIONS_GET}; {SRC_QUOTA_IDS}",
+            ),
+        )
+    }
+)
+"""Compute Engine TPU quotas by machine-type prefix (the part before ``-<chips>t``)."""
+
+
+def quotas_of(machine_type: str) -> TpuQuotas | None:
+    """The quotas a node pool of ``machine_type`` draws on; None for a machine type no entry covers."""
+    return TPU_QUOTAS.get(machine_type.rsplit("-", 1)[0])
+
+
 @dataclass(frozen=True)
 class TpuSlice:
     """One slice shape: a generation, a topology and the VM layout that builds it."""
@@ -547,6 +717,16 @@ class TpuSlice:
         multiplied out: the planner ranks slices and the plan report prices pools with it."""
         price = self.price(region) if region else None
         rate = (price.spot if spot else price.on_demand) if price else None
+        return None if rate is None else round(rate * (self.chips if chips is None else chips), 4)
+
+    def capacity_price(self, region: str | None, capacity: str, *, chips: int | None = None) -> float | None:
+        """USD per hour for ``chips`` chips (default: the slice) obtained as ``capacity`` (a
+        ``tpu.capacity[].type``): on-demand and reservation at the on-demand rate
+        (:data:`SRC_RESERVATION_PRICE`), spot at the spot rate, flex-start and queued provisioning at
+        the flex-start rate (:data:`SRC_FLEX_START_PRICE`); None where the catalog has no such price."""
+        if capacity in ("onDemand", "reservation", "spot"):
+            return self.hourly_price(region, spot=capacity == "spot", chips=chips)
+        rate = self.generation.flex_start_prices.get(region) if region else None
         return None if rate is None else round(rate * (self.chips if chips is None else chips), 4)
 
 

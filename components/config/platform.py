@@ -261,7 +261,11 @@ class TpuSpec(Spec):
     capacity: list[CapacityTierSpec] | None = Field(
         None,
         description="Ordered capacity tiers of every slice, first preferred (e.g. reservation, flexStart, spot, "
-        "onDemand). Unset is one tier from spot/reservation (on-demand when neither is set).",
+        "onDemand); each type at most once. Every tier is its own node pool per slice: the first keeps "
+        "tpu-slice-<i> and holds the slice (a flexStart or queuedProvisioning first tier scales from zero), each "
+        "later one is tpu-slice-<i>-<type> and scales from zero (a multi-host slice all at once), so a fallback "
+        "costs nothing until the tiers before it are full. queuedProvisioning is a tier of its own (multi-host "
+        "slices only). Unset is one tier from spot/reservation (on-demand when neither is set).",
     )
     spot: bool = Field(
         False,
@@ -395,6 +399,134 @@ class TpuSpec(Spec):
         raise_rules(rules)
         return self
 
+    @model_validator(mode="after")
+    def _capacity_rules(self) -> TpuSpec:
+        raise_rules(self.capacity_rules())
+        return self
+
+    def capacity_rules(self) -> list[dict[str, Any]]:
+        """What GKE accepts for each capacity tier and their combination (prod's spot rule is the
+        stack's: components/config/stack.py). Sources: GoogleCloudPlatform/cluster-toolkit
+        modules/compute/gke-node-pool/main.tf preconditions (HEAD 104708037, 2026-06-25), GKE
+        'Run a large-scale workload with flex-start with queued provisioning'
+        (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest) and the catalog's
+        flex-start zones (components/catalog/tpu.py SRC_FLEX_START_ZONES)."""
+        rules: list[dict[str, Any]] = []
+        if self.capacity is None:
+            return rules
+        if not self.capacity:
+            return [rule("capacity", [], "has no tier", "one or more tiers", "list at least one tier, or remove the key")]
+        for key, value in (("spot", self.spot or None), ("reservation", self.reservation)):
+            if value:
+                rules.append(
+                    rule(
+                        key,
+                        value,
+                        "cannot be combined with capacity (it is the one-tier shorthand of capacity)",
+                        "capacity alone, or the shorthand alone",
+                        f"remove {key} and list it as a tier of capacity"
+                        + (" ({type: spot})" if key == "spot" else " ({type: reservation, reservation: ...})"),
+                    )
+                )
+        seen: dict[str, int] = {}
+        scale_from_zero = ("flexStart", "queuedProvisioning")
+        gen = tpu_catalog.GENERATIONS.get(self.generation) if self.generation else None
+        tpu_slice = self._slice_or_none()
+        for i, tier in enumerate(self.capacity):
+            at = f"capacity.{i}"
+            if tier.type == "reservation" and tier.reservation is None:
+                rules.append(
+                    rule(
+                        f"{at}.reservation",
+                        None,
+                        "is required for a reservation tier",
+                        "NAME, projects/P/reservations/NAME, optionally /reservationBlocks/B[/reservationSubBlocks/S]",
+                        "name the specific reservation the tier consumes",
+                    )
+                )
+            if tier.type != "reservation" and tier.reservation is not None:
+                rules.append(
+                    rule(
+                        f"{at}.reservation",
+                        tier.reservation,
+                        f"is only for type reservation (this tier is {tier.type})",
+                        "unset",
+                        "remove it, or set the tier's type to reservation",
+                    )
+                )
+            if tier.max_run_hours is not None and tier.type not in scale_from_zero:
+                rules.append(
+                    rule(
+                        f"{at}.maxRunHours",
+                        tier.max_run_hours,
+                        "is only for flexStart and queuedProvisioning tiers (node_config.max_run_duration; "
+                        f"this tier is {tier.type})",
+                        "unset",
+                        "remove it, or set the tier's type to flexStart",
+                    )
+                )
+            if tier.type in seen:
+                rules.append(
+                    rule(
+                        f"{at}.type",
+                        tier.type,
+                        f"repeats tier {seen[tier.type]}",
+                        "each capacity type at most once (one pool per slice and type: tpu-slice-<i>-<type>)",
+                        "remove the repeated tier"
+                        + (" (one specific reservation per stack)" if tier.type == "reservation" else ""),
+                    )
+                )
+            seen.setdefault(tier.type, i)
+            if tier.type == "queuedProvisioning" and len(self.capacity) > 1:
+                rules.append(
+                    rule(
+                        f"{at}.type",
+                        tier.type,
+                        "cannot be combined with other tiers: a queued-provisioning pool's nodes are created only for a "
+                        "workload Kueue admits through a ProvisioningRequest (GKE taints them cloud.google.com/gke-queued), "
+                        "so pods cannot fall back to or from it by scheduling preference, and a Kueue flavor fallback is "
+                        "not generated",
+                        "queuedProvisioning as the only tier",
+                        "remove the other tiers, or use flexStart in a fallback list",
+                    )
+                )
+            if tier.type == "queuedProvisioning" and tpu_slice is not None and not tpu_slice.multi_host:
+                rules.append(
+                    rule(
+                        f"{at}.type",
+                        tier.type,
+                        f"is for multi-host slices ({self.topology} is one host): GKE obtains all of a queued request's "
+                        "nodes at once, and for a workload that fits one node recommends flex-start VMs instead "
+                        "(GKE 'Run a large-scale workload with flex-start with queued provisioning')",
+                        "flexStart on a single-host slice; queuedProvisioning on a multi-host slice",
+                        "set the tier's type to flexStart, or use a multi-host topology",
+                    )
+                )
+            if tier.type in scale_from_zero and self.autoscaling is not None:
+                rules.append(
+                    rule(
+                        "autoscaling",
+                        self.autoscaling.model_dump(by_alias=True),
+                        f"cannot be combined with a {tier.type} tier (capacity.{i}): its pool autoscales from zero to the "
+                        "slice on demand by itself (GKE requires autoscaling with no static node count for it)",
+                        "unset",
+                        "remove autoscaling, or that tier",
+                    )
+                )
+            if tier.type in scale_from_zero and gen is not None and self.zone not in gen.flex_start_zones:
+                if not self.allow_undocumented_zone:
+                    rules.append(
+                        rule(
+                            f"{at}.type",
+                            tier.type,
+                            f"is not documented for {gen.name} in {self.zone} (flex-start capacity, which queued "
+                            "provisioning uses too)",
+                            ", ".join(gen.flex_start_zones) or f"no documented {gen.name} flex-start zone",
+                            "use a listed zone or another tier, or set allowUndocumentedZone: true if Google offers it there now",
+                        )
+                    )
+        return rules
+
     def _unset_generation_rules(self) -> TpuSpec:
         """The planner picks the generation: a topology (which belongs to one generation) cannot be
         pinned, and the zone and a pinned machine type must belong to some generation."""
@@ -477,6 +609,14 @@ class TpuSpec(Spec):
     @property
     def nodes_max(self) -> int:
         return self.autoscaling.max_nodes if self.autoscaling else self.slice.hosts
+
+    def tier_nodes(self, tier: int) -> tuple[int, int]:
+        """(min, max) nodes of one slice's pool in capacity tier ``tier`` (components/platform.py
+        ``pool_args``): the first tier holds the slice (``nodes_min``..``nodes_max``) unless it is
+        flex-start or queued, which scale from zero; every later tier is a fallback from zero."""
+        if tier == 0 and self.tiers[0].type not in ("flexStart", "queuedProvisioning"):
+            return self.nodes_min, self.nodes_max
+        return 0, self.nodes_max
 
 
 BUCKET_KEY_PATTERN = r"^[a-z0-9](?:[-_a-z0-9]{0,61}[a-z0-9])?$"
@@ -570,10 +710,18 @@ class ControllersSpec(Spec):
         description="JobSet controller release. Defaults to 0.12.0, the current release (Saxml needs >= 0.2.3), "
         "whose CRD schema the project validates against.",
     )
+    kueue_version: str = Field(
+        "0.19.2",
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="Kueue controller release (installed only by stacks that queue their slices). Defaults to "
+        "0.19.2, the current release, because its CRDs (v1beta2 storage) are the ones the project validates "
+        "ClusterQueue, LocalQueue, ResourceFlavor, AdmissionCheck and ProvisioningRequestConfig against.",
+    )
 
     @property
     def by_controller(self) -> dict[str, str]:
-        """Configured release per controller: ``{"lws": ..., "jobset": ...}`` (every field is ``<controller>_version``)."""
+        """Configured release per controller: ``{"lws": ..., "jobset": ..., "kueue": ...}``
+        (every field is ``<controller>_version``)."""
         return {name.removesuffix("_version"): getattr(self, name) for name in type(self).model_fields}
 
     @model_validator(mode="after")

@@ -11,7 +11,7 @@ in the Args.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from components import naming
@@ -178,3 +178,59 @@ def fp8_rules(
                 )
             )
     return rules
+
+
+QUEUED_PROVISIONING = "queuedProvisioning"
+"""The capacity type (``tpu.capacity[].type``) that is obtained through a Kueue queue, not a scheduler."""
+
+COMPUTE_CLASS_MIN_GKE_VERSION = "1.30.3-gke.1451000"
+"""Oldest GKE Standard version with custom ComputeClasses (GKE docs, "About custom compute classes":
+"available ... in GKE Standard mode in version 1.30.3-gke.1451000 and later",
+https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes)."""
+
+
+def is_fallback_ladder(tier_types: Sequence[str]) -> bool:
+    """Several capacity tiers ordered by a ComputeClass (components/render/capacity.py): more than one
+    tier and none queued. A queued-provisioning tier makes Kueue, not the scheduler, decide where the
+    workload runs: its pods wait for the ProvisioningRequest's nodes and cannot fall back from them."""
+    return len(tier_types) > 1 and QUEUED_PROVISIONING not in tier_types
+
+
+def compute_class_version_rules(key: str, version: str | None, tier_types: Sequence[str]) -> list[dict[str, Any]]:
+    """A fallback ladder (``is_fallback_ladder``) needs custom ComputeClasses: a pinned cluster
+    ``version`` (at ``key``) must be at least ``COMPUTE_CLASS_MIN_GKE_VERSION``. Unset (the release
+    channel's default, not known offline) is accepted, as ``gke_version_rules`` accepts it for a
+    generation without ``requires_explicit_gke_version``."""
+    if version is None or not is_fallback_ladder(tier_types):
+        return []
+    if tpu_catalog.gke_version_at_least(version, COMPUTE_CLASS_MIN_GKE_VERSION):
+        return []
+    return [
+        rule(
+            key,
+            version,
+            "is below the GKE version with custom ComputeClasses, which order the capacity tiers of tpu.capacity",
+            f">= {COMPUTE_CLASS_MIN_GKE_VERSION}",
+            f"set {key} to {COMPUTE_CLASS_MIN_GKE_VERSION} or newer, or keep one capacity tier",
+        )
+    ]
+
+
+def flex_start_version_rules(key: str, version: str | None, tier_types: Sequence[str]) -> list[dict[str, Any]]:
+    """A pinned cluster ``version`` (at ``key``) runs the flexStart / queuedProvisioning tiers: GKE's floor
+    for flex-start TPU node pools (components/catalog/tpu.py FLEX_START_MIN_GKE_VERSION, SRC_FLEX_START_ZONES;
+    queued provisioning is flex-start with queueing). Unset (the channel's default) is accepted."""
+    dws = [i for i, t in enumerate(tier_types) if t in ("flexStart", QUEUED_PROVISIONING)]
+    minimum = tpu_catalog.FLEX_START_MIN_GKE_VERSION
+    if not dws or version is None or tpu_catalog.gke_version_at_least(version, minimum):
+        return []
+    return [
+        rule(
+            key,
+            version,
+            f"is below GKE's minimum for flex-start TPU node pools (tpu.capacity.{dws[0]}; queued provisioning "
+            "is flex-start too)",
+            f">= {minimum}",
+            f"set {key} to {minimum} or newer, or unset it",
+        )
+    ]

@@ -21,9 +21,16 @@ from components.config.platform import (
     IdentitySpec,
     TpuSpec,
 )
-from components.config.rules import fp8_rules, gke_version_rules, region_rules, zone_in_region_rules
+from components.config.rules import (
+    compute_class_version_rules,
+    flex_start_version_rules,
+    fp8_rules,
+    gke_version_rules,
+    region_rules,
+    zone_in_region_rules,
+)
 from components.config.workload import MAX_CHIPS, WorkloadBase
-from components.workloads.kind import WorkloadKindInfo
+from components.workloads.kind import WorkloadKindInfo, benchmark_rules
 from components.workloads.registry import BY_KIND, KINDS
 
 if TYPE_CHECKING:
@@ -73,6 +80,9 @@ class StackConfig(Spec):
             )
         if self.tpu.generation is not None:  # else capacity.resolve re-validates with the chosen one
             rules += gke_version_rules("cluster.version", self.cluster.version, self.tpu.generation)
+        # Several capacity tiers are ordered by a custom ComputeClass (components/render/capacity.py).
+        rules += compute_class_version_rules("cluster.version", self.cluster.version, [t.type for t in self.tpu.tiers])
+        rules += flex_start_version_rules("cluster.version", self.cluster.version, [t.type for t in self.tpu.tiers])
         w = self.workload
         rules += fp8_rules(w.weights, w.kv_cache, kind=w.kind, engine=self.kind_info.engine, generation=self.tpu.generation)
         if "gcsFuseCsiDriver" in self.addons and self.tpu.workload_metadata == "GCE_METADATA":
@@ -96,6 +106,17 @@ class StackConfig(Spec):
                     "use on-demand capacity or a reservation",
                 )
             )
+        for i, tier in enumerate(self.tpu.capacity or ()):
+            if tier.type == "spot" and not self.policy.allow_spot:
+                rules.append(
+                    rule(
+                        f"tpu.capacity.{i}.type",
+                        "spot",
+                        f"is not allowed in {self.environment.value} (preemptible serving capacity), not even as a fallback",
+                        "onDemand, reservation, flexStart, queuedProvisioning",
+                        "remove the spot tier, or use onDemand",
+                    )
+                )
         if self.environment is Environment.prod:
             if self.cluster.deletion_protection is False and not (self.cluster.allow_replacement or self.allow_teardown):
                 rules.append(
@@ -146,6 +167,7 @@ class StackConfig(Spec):
         # Which buckets the workload reads or writes, and the least role on each, likewise.
         rules += bucket_rules(self.workload.section.bucket_needs(self), self.buckets, self.identity.bucket_roles)
         rules += self._name_rules()
+        rules += benchmark_rules(self.workload, BY_KIND)
         raise_rules(rules)
         return self
 
@@ -326,9 +348,18 @@ class StackConfig(Spec):
         return self.policy.force_destroy if fd is None else fd
 
     def pool_names(self) -> list[str]:
-        """Node-pool names, one per slice (``tpu-slice-0``): the index only, never the shape, so a
-        topology or machine-type change replaces the same pool instead of creating a second one."""
-        return [naming.node_pool_name(i) for i in range(self.tpu.slices)]
+        """Node-pool names, one per slice and capacity tier (``tpu-slice-0``, ``tpu-slice-0-flex``): the
+        index only, never the shape, so a topology or machine-type change replaces the same pool instead
+        of creating a second one (see ``tier_pools``)."""
+        return [name for _, _, name in self.tier_pools()]
+
+    def tier_pools(self) -> list[tuple[int, int, str]]:
+        """(slice index, tier index, pool name) of every TPU pool, slice by slice in tier order; the
+        first tier keeps ``tpu-slice-<i>`` (``naming.node_pool_name``)."""
+        tiers = self.tpu.tiers
+        return [
+            (i, t, naming.node_pool_name(i, t, tier.type)) for i in range(self.tpu.slices) for t, tier in enumerate(tiers)
+        ]
 
 
 

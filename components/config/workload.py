@@ -25,6 +25,49 @@ FP8_GENERATIONS = ", ".join(g.name for g in tpu_catalog.GENERATIONS.values() if 
 
 
 KIND_DESCRIPTION = "Which serving/training system runs on the slices."
+MAX_CONCURRENCY = 65536
+"""Most concurrent requests a scenario may name: the same bound as ``batchSize`` (far beyond any
+engine's scheduler on the largest catalog slice; a larger value is a typo)."""
+MAX_LATENCY_MS = 600_000.0
+"""Longest latency target in milliseconds (10 minutes): beyond any interactive or batch SLO, so a
+larger value is a unit mistake."""
+
+
+class ServingSpec(Spec):
+    """``gke-tpu-llm:workload.serving``: the traffic a serving stack is sized for. The planner's
+    performance model (``components/planner/perf.py``) predicts output tokens/s, TTFT, TPOT and $ per
+    million output tokens for it, and with ``tpu.topology`` or ``tpu.generation`` unset picks the
+    slice with the lowest $ per million output tokens that meets the latency targets.
+
+    The three sizes are required, not defaulted: every prediction depends on them and no single
+    scenario is typical (chat, summarisation and batch jobs differ by 10x in each)."""
+
+    input_tokens: Annotated[int, Field(ge=1, le=MAX_TARGET_LENGTH)] = Field(
+        description="Prompt tokens per request (vLLM benchmark_serving --random-input-len). At most 131072; "
+        "inputTokens + outputTokens must fit maxTargetLength."
+    )
+    output_tokens: Annotated[int, Field(ge=1, le=MAX_TARGET_LENGTH)] = Field(
+        description="Generated tokens per request (vLLM benchmark_serving --random-output-len). At most 131072."
+    )
+    concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] = Field(
+        description="Requests in flight per replica (vLLM benchmark_serving --max-concurrency). The model serves "
+        "min(concurrency, the sequences the KV cache holds). At most 65536."
+    )
+    ttft_ms: Annotated[float, Field(gt=0, le=MAX_LATENCY_MS)] | None = Field(
+        None,
+        description="Time-to-first-token target in milliseconds (queueing excluded). Unset: no TTFT target. "
+        "Slices predicted above it are not chosen.",
+    )
+    tpot_ms: Annotated[float, Field(gt=0, le=MAX_LATENCY_MS)] | None = Field(
+        None,
+        description="Time-per-output-token target in milliseconds (after the first token). Unset: no TPOT "
+        "target. Slices predicted above it are not chosen.",
+    )
+    benchmark: bool = Field(
+        False,
+        description="Run the engine's benchmark client against the deployed server after up with this scenario. "
+        "Off by default because it loads the server with synthetic traffic.",
+    )
 
 
 class WorkloadBase(Spec):
@@ -77,6 +120,13 @@ class WorkloadBase(Spec):
         description="HBM share kept free for activations and the runtime. Unset: the engine's default "
         "(vLLM 0.10, because vLLM claims 90% of HBM; MaxText/Saxml 0.05), see components/planner/engines.py.",
     )
+    serving: ServingSpec | None = Field(
+        None,
+        description="Serving scenario (input/output tokens, concurrency, optional TTFT/TPOT targets) the planner "
+        "predicts throughput, latency and $ per million output tokens for, and sizes the slice by when "
+        "tpu.topology or tpu.generation is unset. Serving kinds only (vllm, jetstream, saxml). Unset: no "
+        "prediction, and the slice is the cheapest that fits by $/h.",
+    )
 
 
     @model_validator(mode="after")
@@ -91,6 +141,17 @@ class WorkloadBase(Spec):
                     "together span maxTargetLength",
                     f"1..{self.max_target_length - 1}",
                     "lower maxPrefillLength or raise maxTargetLength",
+                )
+            )
+        if self.serving is not None and self.serving.input_tokens + self.serving.output_tokens > self.max_target_length:
+            rules.append(
+                rule(
+                    "serving.outputTokens",
+                    self.serving.output_tokens,
+                    f"plus inputTokens ({self.serving.input_tokens}) exceeds maxTargetLength ({self.max_target_length}); "
+                    "a request's prompt and output share one cached sequence",
+                    f"1..{max(self.max_target_length - self.serving.input_tokens, 0)}",
+                    "shorten the scenario or raise maxTargetLength",
                 )
             )
         if self.model not in MODELS:
@@ -114,6 +175,13 @@ def section_field(kind: type[WorkloadBase]) -> str:
     """The one field a kind's spec adds to :class:`WorkloadBase`: its settings section."""
     (name,) = (n for n in kind.model_fields if n not in WorkloadBase.model_fields)
     return name
+
+
+def serving_scenario(config: Any) -> ServingSpec | None:
+    """The stack's serving scenario (``gke-tpu-llm:workload.serving``), None when unset. Takes the
+    ``StackConfig`` (typed ``Any`` because the stack config imports this module)."""
+    workload: WorkloadBase = config.workload
+    return workload.serving
 
 
 W = TypeVar("W", bound=WorkloadBase)

@@ -1,13 +1,15 @@
 """The CustomResourceDefinitions of each supported controller release, vendored from upstream.
 
 ``components/crds/<controller>/<version>/*.json.gz`` are the ``charts/<chart>/crds/`` files of the
-release tag (what ``helm install`` of that chart version would create), one CRD per file, as
-gzip-compressed minified JSON; ``SOURCE.json`` beside them records repository, tag, commit, upstream
-path, git blob and license (table in ``README.md``). They serve two purposes:
+release tag (what ``helm install`` of that chart version would create; for Kueue, whose chart
+renders its CRDs from ``templates/crd``, those templates rendered for release ``kueue``), one CRD
+per file, as gzip-compressed minified JSON; ``SOURCE.json`` beside them records repository, tag,
+commit, upstream path, git blob and license (table in ``README.md``). They serve two purposes:
 
 * ``components.controllers.HelmController`` registers them as Pulumi resources for the configured
   version (the chart's own ``crds/`` are skipped: Helm installs those once and never upgrades them),
-  so a version bump changes the CRDs in the plan and in the cluster;
+  so a version bump changes the CRDs in the plan and in the cluster; except for a chart whose CRDs
+  are templates (Kueue), which the Helm release itself applies and upgrades;
 * ``components.validate`` validates our custom resources against the configured version's schema.
 
 Which controllers there are, their upstream repositories and vendored releases, and the kinds they

@@ -15,24 +15,50 @@ their labels) and the rule its controller applies to ``metadata.name`` (``compon
 Deliberately light (no Pulumi, no config import): the config, the validator and the pure renderers
 read it. ``components.config.platform.ControllersSpec`` has one ``<name>_version`` field per
 controller here (tests/test_controllers.py checks they agree).
+
+Kueue (``CONTROLLERS["kueue"]``), for the engineer who deploys it: instantiate it like LWS in
+``components/workloads/vllm/component.py``::
+
+    kueue = HelmController(
+        "kueue", controller="kueue", version=config.controllers.kueue_version,
+        provider=cluster.provider, opts=pulumi.ResourceOptions(parent=self),
+    )
+
+Its Helm values come from :func:`kueue_values` (the integrations our workload kinds need; the
+ProvisioningRequest admission check needs no feature gate in the vendored releases), so pass no
+``values`` unless overriding. Every ResourceFlavor, ClusterQueue, LocalQueue, AdmissionCheck and
+ProvisioningRequestConfig must depend on ``kueue.release``: the release creates the Kueue CRDs (its
+chart renders them from templates, see :attr:`Controller.crds_in_templates`) and the webhooks that
+admit those objects, and ``skip_await=False`` makes it wait for the controller Deployment. Name
+the release ``kueue`` (HelmController does: ``name=controller``) in ``kueue-system``: the CRDs'
+conversion webhook points at Service ``kueue-webhook-service`` there. Workload objects (JobSet,
+LeaderWorkerSet, RayCluster/RayJob) join a queue by the label ``kueue.x-k8s.io/queue-name:
+<LocalQueue>``; a queued-provisioning ClusterQueue names an AdmissionCheck whose ``controllerName``
+is ``kueue.x-k8s.io/provisioning-request`` and whose parameters name a ProvisioningRequestConfig
+with ``provisioningClassName: queued-provisioning.gke.io`` (tests/data/kueue has GKE's sample).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 __all__ = [
     "CONTROLLERS",
     "CUSTOM_RESOURCES",
+    "KUEUE_FRAMEWORKS",
     "MANAGED",
+    "MANAGER_CONFIG",
     "Controller",
     "ControllerChart",
     "CustomResource",
     "ManagedCustomResources",
     "TemplatePath",
+    "kueue_values",
     "pod_template_paths",
 ]
 
@@ -41,6 +67,14 @@ TemplatePath = tuple[str | int, ...]
 
 PodTemplates = Callable[[Mapping[str, Any]], list[TemplatePath]]
 """The paths to every pod template of one object of a kind (those present in that object)."""
+
+HelmValues = Callable[[str], Mapping[str, Any]]
+"""The Helm values a controller's release is installed with, given the release (``0.19.2``)."""
+
+MANAGER_CONFIG = "manager-config.json"
+"""Vendored beside a templated chart's CRDs: the release's default controller Configuration."""
+
+_CRD_DIR = Path(__file__).parent
 
 
 @dataclass(frozen=True)
@@ -86,6 +120,17 @@ class Controller:
     versions: tuple[str, ...]
     """Vendored releases, oldest first: exactly the directories ``components/crds/<name>/<version>``."""
     resources: tuple[CustomResource, ...]
+    crds_in_templates: bool = False
+    """The chart renders its CRDs from ``templates/`` instead of shipping a ``crds/`` directory.
+
+    Helm then applies (and upgrades, and on uninstall deletes) them as part of the release itself,
+    so ``HelmController`` must not also register them: a second owner would fight Helm on every
+    upgrade, and the Helm install fails on CRDs that exist without its ownership annotations. The
+    vendored copies (rendered by ``components.crds.vendor``) still serve validation, and a version
+    bump still upgrades the cluster's CRDs (through the release). ``False``: the chart's ``crds/``,
+    which Helm installs once and never upgrades, so ``HelmController`` registers them itself."""
+    values: HelmValues = lambda version: {}
+    """Helm values of the release at a given version (typed per controller; default: the chart's)."""
 
     def __post_init__(self) -> None:
         for resource in self.resources:
@@ -154,6 +199,46 @@ def _no_templates(obj: Mapping[str, Any]) -> list[TemplatePath]:
     return []
 
 
+# --------------------------------------------------------------------------- Helm values
+
+
+KUEUE_FRAMEWORKS: tuple[str, ...] = (
+    "jobset.x-k8s.io/jobset",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+    "ray.io/raycluster",
+    "ray.io/rayjob",
+)
+"""Kueue integrations (``integrations.frameworks``) for the kinds our workloads render: JobSet
+(Saxml), LeaderWorkerSet (JetStream, vLLM multi-host), RayCluster/RayJob (MaxText on Ray). Names as
+in Kueue's charts/kueue/values.yaml at v0.19.2. ``pod`` is left out: since Kueue 0.15 the
+LeaderWorkerSet integration no longer needs it (site/content/en/docs/tasks/run/leaderworkerset.md),
+and none of our kinds creates bare pods to queue; the chart default's other frameworks (batch/job,
+Kubeflow, AppWrapper, Deployment, StatefulSet, ...) are left out because nothing here queues them."""
+
+
+def kueue_values(version: str) -> dict[str, Any]:
+    """Helm values of the Kueue release ``version``: its chart's default controller Configuration
+    (vendored per release as ``manager-config.json``) with :data:`KUEUE_FRAMEWORKS` as integrations.
+
+    The chart takes the whole Configuration as one YAML string (``managerConfig.
+    controllerManagerConfigYaml``, read with ``fromYaml`` by templates/manager/manager-config.yaml),
+    so overriding the integrations means passing the complete document; starting from the release's
+    own default keeps every other setting as that release ships it (the defaults differ between
+    0.18 and 0.19: client QPS, per-kind concurrency). JSON is written because it is YAML.
+
+    No feature gate is set: the ProvisioningRequest admission check controller
+    (``kueue.x-k8s.io/provisioning-request``) was the ``ProvisioningACC`` gate, GA and locked on in
+    0.14 and removed in 0.15 (pkg/features/kube_features.go at v0.14.0 / v0.15.0), so it is always
+    on in every vendored release and naming the gate would be rejected as unknown."""
+    config = json.loads((_CRD_DIR / "kueue" / version / MANAGER_CONFIG).read_text(encoding="utf-8"))
+    config["integrations"] = {**config.get("integrations", {}), "frameworks": list(KUEUE_FRAMEWORKS)}
+    return {"managerConfig": {"controllerManagerConfigYaml": json.dumps(config, indent=2, ensure_ascii=False) + "\n"}}
+
+
+def _kueue_resource(kind: str, name_rule: str) -> CustomResource:
+    return CustomResource("kueue.x-k8s.io/v1beta2", kind, _no_templates, name_max_length=None, name_rule=name_rule)
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -216,6 +301,34 @@ CONTROLLERS: Mapping[str, Controller] = _by_name(
                 ),
             ),
         ),
+        Controller(
+            name="kueue",
+            repository="kubernetes-sigs/kueue",
+            # The chart has no crds/ directory: its CRDs are templates (kept in sync with
+            # config/components/crd by `make update-helm`), so the release applies them itself.
+            chart_crds="charts/kueue/templates/crd",
+            crds_in_templates=True,
+            # The CRDs' conversion webhook is Service "<fullname>-webhook-service" in the release
+            # namespace; fullname is "kueue" for a release named "kueue" (templates/_helpers.tpl).
+            chart=ControllerChart(
+                chart="oci://registry.k8s.io/kueue/charts/kueue",
+                namespace="kueue-system",
+                source="kubernetes-sigs/kueue charts/kueue/README.md (helm install kueue "
+                "oci://registry.k8s.io/kueue/charts/kueue --version=<release without v> --namespace=kueue-system); "
+                "hack/helm-chart-package.sh sets the image to registry.k8s.io/kueue/kueue:<tag> in the pushed chart",
+            ),
+            versions=("0.18.6", "0.19.2"),
+            values=kueue_values,
+            # v1beta2 is the storage version in both releases (v1beta1 is still served); Kueue's
+            # webhooks add no name rule beyond the generic one for these kinds.
+            resources=(
+                _kueue_resource("ResourceFlavor", "generic custom resource name (ClusterQueue flavors reference it)"),
+                _kueue_resource("ClusterQueue", "generic custom resource name (a pod label if a DNS-1123 label)"),
+                _kueue_resource("LocalQueue", "generic custom resource name (the workloads' queue-name label)"),
+                _kueue_resource("AdmissionCheck", "generic custom resource name"),
+                _kueue_resource("ProvisioningRequestConfig", "generic custom resource name"),
+            ),
+        ),
     ]
 )
 """Controllers this project installs (``components.controllers.HelmController``), by name."""
@@ -260,6 +373,31 @@ MANAGED: Mapping[str, ManagedCustomResources] = _by_name(
                     name_max_length=None,
                     name_rule="generic custom resource name",
                     schema="monitoring.googleapis.com/PodMonitoring-v1.json",
+                ),
+            ),
+        ),
+        ManagedCustomResources(
+            name="gke-autoscaling",
+            provided_by="GKE's cluster autoscaler: the ComputeClass CRD on every cluster since 1.30.3-gke.1451000, and "
+            "the ProvisioningRequest CRD for queued provisioning (GKE docs: about-custom-compute-classes, "
+            "provisioningrequest)",
+            addon=None,
+            resources=(
+                CustomResource(
+                    "cloud.google.com/v1",
+                    "ComputeClass",
+                    _no_templates,
+                    name_max_length=None,
+                    name_rule="generic custom resource name (pods select it by node label cloud.google.com/compute-class)",
+                    schema="cloud.google.com/ComputeClass-v1.json",
+                ),
+                CustomResource(
+                    "autoscaling.x-k8s.io/v1",
+                    "ProvisioningRequest",
+                    _no_templates,  # podSets reference PodTemplate objects by name, no inline template
+                    name_max_length=None,
+                    name_rule="generic custom resource name",
+                    schema="autoscaling.x-k8s.io/ProvisioningRequest-v1.json",
                 ),
             ),
         ),

@@ -17,7 +17,9 @@ Modules, each with one reason to change (they import one another, never this pac
 * ``layout``: arrays on a mesh, shard shapes and bytes per chip;
 * ``fit``: one workload on one slice, and the memory model (``plan``);
 * ``select``: choosing or verifying a slice, ranked by the catalog's price (``rank_slices`` keeps
-  every fitting alternative and the reasons the others were rejected).
+  every fitting alternative and the reasons the others were rejected), or by $ per million output
+  tokens for a serving scenario (``rank_by_token_cost``);
+* ``perf``: the serving performance model (throughput, TTFT, TPOT, $ per token) of a plan.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from components.planner.inputs import (
 )
 from components.planner.mesh import build_mesh
 from components.planner.params import SCALE_SUFFIX, param_count, param_shapes
+from components.planner.perf import Scenario, ServingEstimate, estimate
 from components.planner.results import GB, ArrayPlan, MemoryPlan, Plan, ShardingPlan, SpecEntry
-from components.planner.select import Ranking, rank_slices, select_slice, smallest_fitting_slice, verify_slice
+from components.planner.select import Ranking, rank_by_token_cost, rank_slices, select_slice, smallest_fitting_slice, verify_slice
 
 __all__ = [
     "DEFAULT_RESERVE_FRACTION",
@@ -56,6 +59,8 @@ __all__ = [
     "PlanError",
     "PlanField",
     "Ranking",
+    "Scenario",
+    "ServingEstimate",
     "ServingWorkload",
     "ShardingPlan",
     "SpecEntry",
@@ -64,10 +69,12 @@ __all__ = [
     "Workload",
     "build_mesh",
     "derive_parallelism",
+    "estimate",
     "mesh_axis_names",
     "param_count",
     "param_shapes",
     "plan",
+    "rank_by_token_cost",
     "rank_slices",
     "select_slice",
     "single_host_only",

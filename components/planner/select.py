@@ -13,6 +13,7 @@ from components.catalog.tpu import TpuSlice, all_slices
 from components.planner.errors import PlanError, PlanField
 from components.planner.fit import plan
 from components.planner.inputs import Workload
+from components.planner.perf import Scenario, ServingEstimate, estimate, rank_key
 from components.planner.results import GB, MemoryPlan, Plan
 
 
@@ -131,6 +132,23 @@ def select_slice(
         single_host_only=single_host_only,
         min_margin_fraction=min_margin_fraction,
     ).chosen
+
+
+def rank_by_token_cost(
+    arch: ModelArch, plans: Iterable[Plan], scenario: Scenario, *, region: str | None, spot: bool = False
+) -> tuple[tuple[ServingEstimate, ...], tuple[str, ...]]:
+    """(serving estimates of the fitting ``plans``, best first; one reason per plan that holds no
+    sequence of the scenario). Best: meets the scenario's TTFT/TPOT targets, then the lowest $ per
+    million output tokens (spot rate when ``spot``; unpriced last), then the highest throughput.
+    Per replica: $ per token does not depend on the replica count, so replicas stay as configured."""
+    estimates: list[ServingEstimate] = []
+    rejected: list[str] = []
+    for p in plans:
+        try:
+            estimates.append(estimate(arch, p, scenario, region=region))
+        except PlanError as exc:
+            rejected.append(str(exc))
+    return tuple(sorted(estimates, key=lambda e: rank_key(e, spot=spot))), tuple(rejected)
 
 
 def smallest_fitting_slice(

@@ -8,9 +8,12 @@ from typing import Any, Protocol
 
 import pulumi
 
+from components.benchmark import ServingBenchmark, ServingBenchmarkArgs
 from components.capacity import StackPlan
+from components.config.workload import serving_scenario
 from components.gke import GkeCluster
 from components.identity import WorkloadIdentity
+from components.scheduling import CapacityScheduling, CapacitySchedulingArgs, needed
 from components.storage import StackBucket
 
 
@@ -31,4 +34,35 @@ def deploy_workload(
     """Create the workload's components; return the stack outputs it adds (endpoint, commands, …)."""
     module_name, _, function = stack.config.kind_info.deploy.partition(":")
     deploy: Deploy = getattr(importlib.import_module(module_name), function)
-    return deploy(stack, cluster=cluster, identity=identity, buckets=buckets)
+    if needed(stack.config):
+        # Capacity tiers (tpu.capacity): the ComputeClass or Kueue queue first; every workload object
+        # registered after attach() gets the selectors/queue label it needs and depends on them
+        # (components/scheduling.py). One tier: nothing, so the plan is unchanged.
+        CapacityScheduling(
+            "capacity-scheduling",
+            CapacitySchedulingArgs(config=stack.config, provider=cluster.provider, namespace_ready=[identity]),
+        ).attach()
+    outputs = deploy(stack, cluster=cluster, identity=identity, buckets=buckets)
+    scenario = serving_scenario(stack.config)
+    if scenario is None or not scenario.benchmark:
+        return outputs
+    # workload.serving.benchmark: the engine's own client against the server, after it (the kind's
+    # Outputs carry the server's resources); components/benchmark.py.
+    benchmark = ServingBenchmark(
+        "benchmark",
+        ServingBenchmarkArgs(
+            stack=stack,
+            cluster=cluster,
+            namespace=identity.namespace,
+            server_service_account=identity.service_account_name,
+            buckets=buckets,
+            namespace_from=[identity],
+            after=[v for v in outputs.values() if isinstance(v, pulumi.Output)],
+        ),
+    )
+    return {
+        **outputs,
+        "benchmark_results": benchmark.results,
+        "benchmark_logs_command": benchmark.logs_command,
+        "benchmark_job_urn": benchmark.job.urn,
+    }

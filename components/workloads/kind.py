@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from components import planner
+from components.config.errors import rule
 from components.config.workload import WorkloadBase, section_field
 
 
@@ -32,6 +33,10 @@ class WorkloadKindInfo:
     secrets: Mapping[str, str] = field(default_factory=dict)
     """Secret config keys the kind may need and what each holds; the section's
     ``required_secrets()`` says which its current settings need."""
+    benchmark: str | None = None
+    """``module:function`` in the kind's render module returning its ``BenchmarkClient``
+    (``components.render.benchmark``): the engine's own benchmark client for
+    ``workload.serving.benchmark: true``. None: the engine has no client here, and the key is refused."""
 
     @property
     def kind(self) -> str:
@@ -53,3 +58,23 @@ class WorkloadKindInfo:
     def single_host_only(self) -> bool:
         """The engine runs on single-host slices only (the planner's engine profile decides)."""
         return planner.single_host_only(self.engine)
+
+
+def benchmark_rules(workload: WorkloadBase, kinds: Mapping[str, WorkloadKindInfo]) -> list[dict[str, Any]]:
+    """``workload.serving.benchmark: true`` needs a kind whose engine has a benchmark client
+    (``WorkloadKindInfo.benchmark``); ``kinds`` is the registry (passed in: this module is below it)."""
+    if workload.serving is None or not workload.serving.benchmark:
+        return []
+    info = kinds[workload.kind]
+    if info.benchmark is not None:
+        return []
+    supported = sorted(k for k, i in kinds.items() if i.benchmark is not None)
+    return [
+        rule(
+            "workload.serving.benchmark",
+            True,
+            f"is not supported for kind {workload.kind}: the {info.engine} engine has no benchmark client here",
+            f"false, or a kind with one: {', '.join(supported) or 'none'}",
+            "remove workload.serving.benchmark (measure the server with your own client)",
+        )
+    ]

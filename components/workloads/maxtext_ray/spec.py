@@ -235,6 +235,16 @@ class MaxTextRaySpec(Spec):
                     "use one larger slice (a bigger topology)",
                 )
             )
+        if config.workload.serving is not None:
+            rules.append(
+                rule(
+                    "workload.serving",
+                    config.workload.serving.model_dump(by_alias=True, exclude_none=True),
+                    "is a serving scenario, and maxtext-ray trains",
+                    "unset (serving kinds only: vllm, jetstream, saxml)",
+                    "remove workload.serving",
+                )
+            )
         if MODELS[config.workload.model].maxtext_name is None:
             rules.append(
                 rule(

@@ -16,6 +16,7 @@ KIND = WorkloadKindInfo(
     summary="vLLM serving: single-host Deployment with an HPA on vLLM metrics, or multi-host LeaderWorkerSet + Ray",
     addons=frozenset({"gcsFuseCsiDriver"}),
     controllers=("lws",),  # installed only for a multi-host slice (VllmServer)
+    benchmark="components.workloads.vllm.render:benchmark_client",  # vllm bench serve
     secrets={
         "hfToken": "Hugging Face access token of an account that accepted the model's license",
         "vllmApiKey": "API key clients of the vLLM endpoint send as `Authorization: Bearer <key>` (required while "

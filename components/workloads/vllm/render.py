@@ -27,12 +27,15 @@ the bucket is named by its deterministic ``StackConfig.bucket_name`` (the compon
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 from components.capacity import StackPlan
+from components.config.workload import serving_scenario
 from components.endpoints import AUTH_ANNOTATION, INTERNAL_LB_ANNOTATION
 from components.render import netpol
+from components.render.benchmark import BenchmarkClient, num_prompts, server_url
 from components.render.core import common_labels, with_baseline_security
 from components.workloads.vllm.spec import API_KEY_SECRET, pool_nodes, settings
 
@@ -93,7 +96,16 @@ RAY_ENV: tuple[tuple[str, str], ...] = (
 # until the group's hosts are alive), then the server with the container's args ("$@"), as
 # tpu-inference's deploy-baseline.yaml runs it. Inlined rather than calling the script, whose path
 # inside the image is not part of any release's contract.
+VLLM_CONFIG_ROOT = "/tmp/vllm-config"  # vllm.envs VLLM_CONFIG_ROOT: where the leader writes the list below
+RAY_NON_CARRY_OVER = ("VLLM_XLA_CACHE_PATH",)
+"""Variables vLLM's Ray executor must not copy from the leader to the workers. It copies every
+``VLLM_*`` variable of the driver to each worker (vllm/ray/ray_env.py ``get_env_vars_to_copy``, used
+by tpu-inference's ``executors/ray_distributed_executor.py``) except those listed in
+``$VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json``; copied, the leader's compile-cache directory
+would replace each worker's own, and eight hosts would write one directory on the bucket."""
 LEADER_SCRIPT = f"""set -eu
+mkdir -p "$VLLM_CONFIG_ROOT"
+echo '{json.dumps(list(RAY_NON_CARRY_OVER))}' > "$VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json"
 ray start --head --port={RAY_PORT}
 alive() {{
   python3 -c 'import ray; ray.init(address="auto", logging_level="ERROR"); print(sum(n["Alive"] for n in ray.nodes()))'
@@ -204,7 +216,9 @@ def vllm_args(plan: StackPlan) -> list[str]:
 def fuse_mount_options(plan: StackPlan) -> str:
     """gcsfuse flags of the model volume: a bounded file cache, used for range reads, filled in parallel."""
     fuse = settings(plan.config).gcs_fuse
-    cache_mb = settings(plan.config).file_cache_gi(plan.config.workload.model, plan.config.workload.weights) * 1024
+    cache_mb = settings(plan.config).file_cache_gi(
+        plan.config.workload.model, plan.config.workload.weights, plan.slice.machine_type
+    ) * 1024
     return ",".join(
         [
             "implicit-dirs",
@@ -220,7 +234,9 @@ def fuse_mount_options(plan: StackPlan) -> str:
 
 
 def cache_volume_size(plan: StackPlan) -> str:
-    gi = settings(plan.config).file_cache_gi(plan.config.workload.model, plan.config.workload.weights)
+    gi = settings(plan.config).file_cache_gi(
+        plan.config.workload.model, plan.config.workload.weights, plan.slice.machine_type
+    )
     return f"{math.ceil(gi * CACHE_VOLUME_HEADROOM)}Gi"
 
 
@@ -374,7 +390,8 @@ def render_lws(plan: StackPlan, *, namespace: str, service_account: str, bucket_
     the probes (leader only: only it serves), the TPU toleration and node selector from the slice.
     Changed: the XLA compile cache is persistent on the bucket, one directory per pod
     (``<downloadDir>/xla-cache/<pod>``; LWS pod names are stable across restarts, and no two pods write
-    one directory, the failure GKE's tutorial warns about).
+    one directory, the failure GKE's tutorial warns about; the leader keeps vLLM's Ray executor from
+    handing its directory to the workers, :data:`RAY_NON_CARRY_OVER`).
     """
     config = plan.config
     stack = config.stack
@@ -385,6 +402,7 @@ def render_lws(plan: StackPlan, *, namespace: str, service_account: str, bucket_
         # The pod's own name, for its compile-cache directory (stable per LWS pod).
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         _env("VLLM_XLA_CACHE_PATH", f"{spec.download_dir}/xla-cache/$(POD_NAME)"),
+        _env("VLLM_CONFIG_ROOT", VLLM_CONFIG_ROOT),
         *(_env(k, v) for k, v in RAY_ENV),
         *secret_env,
     ]
@@ -731,4 +749,80 @@ def adapter_network_intents() -> tuple[netpol.Intent, ...]:
             "Service from the control plane, an address no selector names; requests are authenticated by the API "
             "server (auth-delegator)",
         ),
+    )
+
+
+# ---------------------------------------------------------------- benchmark client (components.render.benchmark)
+
+
+def benchmark_client(plan: StackPlan, *, namespace: str, service_account: str) -> BenchmarkClient:
+    """``vllm bench serve`` from the server's own image against the Service, with the stack's scenario.
+
+    Flags as defined by vLLM's client (vllm-project/vllm ``vllm/benchmarks/serve.py`` add_cli_args and
+    ``vllm/benchmarks/datasets.py`` add_dataset_parser) and as the release the image is built from runs
+    them (vllm-project/tpu-inference v0.27.0 ``tests/e2e/benchmarking/inferencex/qwen3.5/bench.sh``:
+    ``vllm bench serve --backend vllm --base-url … --dataset-name random --random-input-len
+    --random-output-len --random-range-ratio --num-prompts --max-concurrency --ignore-eos --save-result
+    --percentile-metrics … --result-dir --result-filename``): ``--backend vllm`` and ``--endpoint
+    /v1/completions`` (the OpenAI completions route the server exposes), ``--dataset-name random`` with
+    ``--random-input-len``/``--random-output-len`` and ``--random-range-ratio 0`` (synthetic prompts of
+    exactly the scenario's lengths; ``--ignore-eos`` makes every request generate all its output tokens), ``--max-concurrency``
+    (requests in flight), ``--percentile-metrics ttft,tpot,itl`` and ``--save-result`` into
+    ``--result-dir``/``--result-filename``. The API key, when the endpoint requires one, is read by the
+    client from ``OPENAI_API_KEY`` (``vllm/benchmarks/lib/endpoint_request_func.py`` _get_headers), so it
+    is on no command line; the tokenizer (the served model's, from the Hugging Face Hub) uses ``HF_TOKEN``.
+    """
+    scenario = serving_scenario(plan.config)
+    if scenario is None:  # the component renders a client only for a stack with a scenario
+        raise ValueError("workload.serving is unset: no scenario to benchmark")
+    spec = settings(plan.config)
+    model = model_id(plan)
+    secret_env = {"HF_TOKEN": (SECRET_NAME, SECRET_KEY)}  # huggingface_hub reads HF_TOKEN (gated tokenizer)
+    if spec.service.auth == "api-key":
+        secret_env["OPENAI_API_KEY"] = (API_KEY_SECRET_NAME, SECRET_KEY)
+    args = (
+        "vllm",
+        "bench",
+        "serve",
+        "--backend=vllm",
+        f"--base-url={server_url(NAME, PORT, namespace)}",
+        "--endpoint=/v1/completions",
+        f"--model={model}",
+        f"--tokenizer={model}",
+        "--dataset-name=random",
+        f"--random-input-len={scenario.input_tokens}",
+        f"--random-output-len={scenario.output_tokens}",
+        "--random-range-ratio=0",
+        "--ignore-eos",
+        f"--max-concurrency={scenario.concurrency}",
+        f"--num-prompts={num_prompts(scenario)}",
+        "--percentile-metrics=ttft,tpot,itl",
+        "--metric-percentiles=50,90,99",
+        "--save-result",
+        "--result-dir=$(RESULT_DIR)",
+        "--result-filename=$(CLIENT_RESULT_FILE)",
+    )
+    return BenchmarkClient(
+        engine="vllm",
+        image=spec.image,
+        args=args,
+        version_command="python3 -c 'import vllm; print(vllm.__version__)'",
+        service=NAME,
+        port=PORT,
+        port_name=PORT_NAME,
+        health_path="/health",
+        server_role=NAME,
+        ready_timeout_seconds=deployment_timeout_seconds(plan),
+        secret_env=secret_env,
+        bucket=spec.bucket,
+        server_objects=(
+            render_server(
+                plan,
+                namespace=namespace,
+                service_account=service_account,
+                bucket_name=plan.config.bucket_name(spec.bucket),
+            ),
+            render_service(plan, namespace=namespace),
+        ),
+        extra={"modelId": model, "serverArgs": vllm_args(plan)},
     )

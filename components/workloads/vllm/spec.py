@@ -62,6 +62,12 @@ HOST_MEMORY_GB: dict[str, int] = {
 CACHE_HOST_MEMORY_SHARE = 0.5
 """The RAM file cache may take at most half the host: vLLM itself stages weights in host memory."""
 
+
+def max_file_cache_gi(machine_type: str | None) -> int | None:
+    """The largest RAM file cache a ``machine_type`` host allows (None: RAM not catalogued)."""
+    host_gb = HOST_MEMORY_GB.get(machine_type or "")
+    return None if host_gb is None else int(host_gb * 1e9 * CACHE_HOST_MEMORY_SHARE // 2**30)
+
 # vLLM exposes these gauges; the HPA reads them through Managed Prometheus + the Stackdriver adapter.
 # kv_cache_usage_perc replaced gpu_cache_usage_perc (deprecated in vllm-project/vllm#18354, no longer
 # emitted by default in current releases), which GKE's tutorial still names for latency-sensitive use.
@@ -134,9 +140,11 @@ class VllmGcsFuseSpec(Spec):
     file_cache_gi: Annotated[int, Field(ge=1, le=12_000)] | None = Field(
         None,
         description="Size of the GCS FUSE file cache in GiB, held in RAM (a memory-backed gke-gcsfuse-cache "
-        "volume). Unset derives it from the model: its bf16 safetensors plus 10%, because a cache smaller than "
-        "the checkpoint re-downloads shards on every load and an unbounded one (-1) fills the volume until "
-        "writes fail. At most 12000 GiB (no TPU host has more RAM).",
+        "volume). Unset derives it from the model: its safetensors (bf16, or FP8 with weights: fp8) plus 10%, "
+        "because a cache smaller than the checkpoint re-downloads shards on every load and an unbounded one (-1) "
+        "fills the volume until writes fail; capped at half the host's RAM, which vLLM needs to stage weights (a "
+        "405B checkpoint is larger than that on a 4-chip v6e host: the rest is read from GCS on each load). At "
+        "most 12000 GiB (no TPU host has more RAM).",
     )
     parallel_downloads_per_file: Annotated[int, Field(ge=1, le=1000)] = Field(
         100,
@@ -291,13 +299,21 @@ class VllmSpec(Spec):
         is fp8, else its bf16 one."""
         return self.model_id or (HF_FP8_MODELS if weights == "fp8" else HF_MODELS).get(model)
 
-    def file_cache_gi(self, model: str, weights: str | None = None) -> int:
+    def file_cache_gi(self, model: str, weights: str | None = None, machine_type: str | None = None) -> int:
         """GiB of RAM file cache: configured, or the model's checkpoint plus 10% (bf16 safetensors, 2 bytes
-        per parameter; fp8, 1 byte: the bf16 embeddings and scales it also holds fit in the 10%)."""
+        per parameter; fp8, 1 byte: the bf16 embeddings and scales it also holds fit in the 10%), at most
+        the share of the ``machine_type`` host's RAM the cache may take.
+
+        Capped rather than sized per pipeline stage: on a multi-host slice every host still reads the
+        whole checkpoint (vLLM's safetensors iterator reads every tensor of every file, and a stage
+        keeps only its layers'), so a cache below the checkpoint only serves part of a restart from
+        RAM; the rest is read from GCS as on a first load."""
         if self.gcs_fuse.file_cache_gi is not None:
             return self.gcs_fuse.file_cache_gi
         checkpoint = (MODELS[model].published_params or 0) * (1 if weights == "fp8" else 2)
-        return max(1, math.ceil(checkpoint * 1.1 / 2**30))
+        derived = max(1, math.ceil(checkpoint * 1.1 / 2**30))
+        host_cap = max_file_cache_gi(machine_type)
+        return derived if host_cap is None else min(derived, host_cap)
 
     def replica_bounds(self, config: StackConfig) -> tuple[int, int]:
         """(min, max) replicas: configured, or the pools' node bounds (one replica per node)."""
@@ -369,9 +385,9 @@ class VllmSpec(Spec):
                 )
         machine = config.tpu.machine_type or (config.tpu.slice.machine_type if config.tpu.topology else None)
         host_gb = HOST_MEMORY_GB.get(machine or "")
-        cache_gi = self.file_cache_gi(workload.model, workload.weights)
-        if host_gb is not None and cache_gi * 2**30 > host_gb * 1e9 * CACHE_HOST_MEMORY_SHARE:
-            allowed = int(host_gb * 1e9 * CACHE_HOST_MEMORY_SHARE // 2**30)
+        cache_gi = self.file_cache_gi(workload.model, workload.weights, machine)
+        allowed = max_file_cache_gi(machine)
+        if allowed is not None and cache_gi > allowed:
             rules.append(
                 rule(
                     "workload.vllm.gcsFuse.fileCacheGi",

@@ -1,0 +1,318 @@
+"""Serving performance model: output tokens/s, TTFT, TPOT and $ per million output tokens for a
+scenario (input tokens, output tokens, concurrency) on one planned slice (one replica).
+
+It reads the planner's exact per-chip byte counts (``Plan.memory``: weights, KV cache) and the
+catalog's HBM bandwidth and peak FLOPs per chip, with the efficiency factors of
+``components/catalog/perf.py`` (calibrated on published vLLM-TPU results, each with its source).
+
+Steady state with ``c`` sequences in flight (``c`` = min(requested, what the KV cache holds at
+``input + output`` tokens each): every engine step (one output token per sequence) reads each
+chip's weights and the KV cache of its sequences (average context ``input + output / 2``), and
+runs the matmuls of ``c`` decode tokens plus the prefill tokens chunked prefill interleaves into
+the same step (``c x input / output`` on average: one new prompt per finished request). The step
+costs the HBM time plus the compute time (they are added, not overlapped: the published TPOT
+grows with concurrency faster than the bytes alone explain) plus the tensor-parallel
+all-reduces over ICI (two per layer) plus, with pipeline stages, the DCN hand-offs, plus the
+host's per-step overhead. With ``p`` pipeline stages each stage runs ``c / p`` sequences and a
+token passes all ``p`` stages. TTFT is the prompt's prefill (FLOPs at the prefill utilisation)
+plus half a step (a request waits for the running step). Throughput is
+``c x output / (TTFT + (output - 1) x TPOT)``, the request loop of ``vllm bench serve``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from components.catalog.models import ModelArch
+from components.catalog.perf import (
+    CALIBRATED_ENGINES,
+    DCN_BANDWIDTH_PER_HOST,
+    FACTORS,
+    ICI_BANDWIDTH_PER_CHIP,
+    EfficiencyFactors,
+)
+from components.planner.engines import profile
+from components.planner.errors import PlanError
+from components.planner.params import param_count
+from components.planner.results import Plan
+
+ACTIVATION_BYTES = 2
+"""Activations cross the interconnect in bf16 (2 bytes per element) whatever the weight dtype."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The traffic one replica serves."""
+
+    input_tokens: int
+    output_tokens: int
+    concurrency: int
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        if min(self.input_tokens, self.output_tokens, self.concurrency) < 1:
+            raise PlanError(f"a scenario needs at least one input token, output token and request: {self}", "tokens")
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """One engine step (one output token for every sequence in flight), seconds."""
+
+    hbm: float
+    compute: float
+    collectives: float
+    overhead: float
+    hbm_floor: float
+    """Bytes read per step per chip / the catalog bandwidth (no efficiency): no TPOT is below it."""
+
+    @property
+    def total(self) -> float:
+        return self.hbm + self.compute + self.collectives + self.overhead
+
+
+@dataclass(frozen=True)
+class ServingEstimate:
+    """What one replica (one slice) serves for a scenario."""
+
+    plan: Plan
+    scenario: Scenario
+    concurrency: int
+    """Sequences in flight: min(requested, max_concurrent_sequences)."""
+    max_concurrent_sequences: int
+    """Sequences of ``input + output`` tokens the KV cache the memory plan leaves holds."""
+    step: StepTimes
+    ttft_s: float
+    output_tokens_per_s: float
+    usd_per_hour: float | None
+    usd_per_hour_spot: float | None
+    usd_per_hour_flex_start: float | None
+    calibrated: bool
+    """The engine's efficiency factors were calibrated on its own published results."""
+
+    @property
+    def tpot_ms(self) -> float:
+        return 1000 * self.step.total
+
+    @property
+    def ttft_ms(self) -> float:
+        return 1000 * self.ttft_s
+
+    @property
+    def hbm_floor_ms(self) -> float:
+        return 1000 * self.step.hbm_floor
+
+    def _per_million(self, usd_per_hour: float | None) -> float | None:
+        if usd_per_hour is None or self.output_tokens_per_s <= 0:
+            return None
+        return usd_per_hour / (self.output_tokens_per_s * 3600) * 1e6
+
+    @property
+    def usd_per_million_output_tokens(self) -> float | None:
+        """On-demand $ per million output tokens; None where the catalog has no price."""
+        return self._per_million(self.usd_per_hour)
+
+    @property
+    def usd_per_million_output_tokens_spot(self) -> float | None:
+        return self._per_million(self.usd_per_hour_spot)
+
+    @property
+    def usd_per_million_output_tokens_flex_start(self) -> float | None:
+        return self._per_million(self.usd_per_hour_flex_start)
+
+    @property
+    def meets_targets(self) -> bool:
+        """Predicted TTFT and TPOT at or under the scenario's targets (unset targets always met)."""
+        s = self.scenario
+        return (s.ttft_ms is None or self.ttft_ms <= s.ttft_ms) and (s.tpot_ms is None or self.tpot_ms <= s.tpot_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        def r(x: float | None, digits: int = 2) -> float | None:
+            return None if x is None else round(x, digits)
+
+        tpu = self.plan.slice
+        return {
+            "slice": tpu.key,
+            "generation": tpu.generation.name,
+            "topology": tpu.topology,
+            "hosts": tpu.hosts,
+            "chips": tpu.chips,
+            "input_tokens": self.scenario.input_tokens,
+            "output_tokens": self.scenario.output_tokens,
+            "concurrency": self.concurrency,
+            "requested_concurrency": self.scenario.concurrency,
+            "max_concurrent_sequences": self.max_concurrent_sequences,
+            "output_tokens_per_s": r(self.output_tokens_per_s, 1),
+            "ttft_ms": r(self.ttft_ms),
+            "tpot_ms": r(self.tpot_ms),
+            "hbm_floor_ms": r(self.hbm_floor_ms),
+            "usd_per_hour": self.usd_per_hour,
+            "usd_per_million_output_tokens": r(self.usd_per_million_output_tokens, 4),
+            "usd_per_million_output_tokens_spot": r(self.usd_per_million_output_tokens_spot, 4),
+            "usd_per_million_output_tokens_flex_start": r(self.usd_per_million_output_tokens_flex_start, 4),
+            "meets_targets": self.meets_targets,
+            "calibrated": self.calibrated,
+        }
+
+
+def kv_bytes_per_token_per_chip(p: Plan) -> float:
+    """KV-cache bytes one cached token costs each chip (scales included), averaged over the
+    batch split: the plan's KV bytes per chip over the tokens it was planned for."""
+    return p.memory.kv_cache / (p.global_batch * p.max_target_length)
+
+
+def max_concurrent_sequences(p: Plan, context_tokens: int) -> int:
+    """Sequences of ``context_tokens`` the HBM left after weights and reserve holds (0 if none)."""
+    per_token = kv_bytes_per_token_per_chip(p)
+    free = p.memory.hbm - p.memory.weights - p.memory.reserve
+    if per_token <= 0:
+        return 0
+    return max(0, int(free // (per_token * context_tokens)))
+
+
+def weight_read_bytes(arch: ModelArch, p: Plan) -> tuple[int, int]:
+    """(bytes per chip of the decoder layers each pipeline stage reads every step, bytes per chip
+    read once per step by one stage: the output projection and final norm), from the plan's
+    per-array layout. An untied input embedding is a row gather, not a read of the table, so it
+    is in neither (it still occupies HBM: ``Plan.memory.weights``)."""
+    layers = once = 0
+    for name, a in p.arrays.items():
+        if a.kind not in ("weight", "scale"):
+            continue
+        if name.startswith("decoder/"):
+            layers += a.bytes_per_chip
+        elif not name.startswith("embed/") or arch.tied_embeddings:
+            once += a.bytes_per_chip
+    return layers, once
+
+
+def _axis_product(p: Plan, logical: str) -> int:
+    rules = profile(p.sharding.engine, p.mode).rules
+    return math.prod(p.sharding.mesh_axes.get(a, 1) for a in rules.get(logical, ()))
+
+
+def matmul_params(arch: ModelArch) -> int:
+    """Parameters that take part in a token's matmuls: all but the embedding lookup table (an
+    untied embedding is a gather, not a matmul; a tied one is also the output projection)."""
+    total = param_count(arch)
+    return total if arch.tied_embeddings else total - arch.vocab * arch.d_model
+
+
+def _attention_flops(arch: ModelArch, tokens: float, context: float) -> float:
+    """QK^T and AV for ``tokens`` queries against ``context`` keys: 2 matmuls x 2 FLOPs per MAC."""
+    return 4 * arch.layers * arch.q_heads * arch.head_dim * tokens * context
+
+
+def _peak_flops(p: Plan) -> float:
+    gen = p.slice.generation
+    if p.weight_dtype == "fp8" and gen.peak_fp8_flops_per_chip is not None:
+        return float(gen.peak_fp8_flops_per_chip)
+    return float(gen.peak_bf16_flops_per_chip)
+
+
+def _allreduce_seconds(arch: ModelArch, p: Plan, tokens: float, f: EfficiencyFactors) -> float:
+    """Tensor-parallel all-reduces of one pass over ``tokens`` (two per layer of the stage), ring
+    algorithm: each chip sends 2 (n-1)/n of the activation bytes."""
+    n = _axis_product(p, "mlp")
+    if n <= 1:
+        return 0.0
+    stages = _axis_product(p, "layers")
+    layers = math.ceil(arch.layers / stages)
+    size = tokens * arch.d_model * ACTIVATION_BYTES
+    bandwidth = ICI_BANDWIDTH_PER_CHIP[p.slice.generation.name] * f.collective_efficiency
+    per = 2 * (n - 1) / n * size / bandwidth + f.collective_latency_s
+    return 2 * layers * per
+
+
+def _gather_seconds(p: Plan, f: EfficiencyFactors) -> float:
+    """Weights sharded over an ``embed`` axis (MaxText fsdp, Saxml data) are all-gathered every
+    step: each chip receives (g - 1) shards of its own size."""
+    g = _axis_product(p, "embed")
+    if g <= 1:
+        return 0.0
+    bandwidth = ICI_BANDWIDTH_PER_CHIP[p.slice.generation.name] * f.collective_efficiency
+    return (g - 1) * p.memory.weights / bandwidth
+
+
+def step_times(arch: ModelArch, p: Plan, s: Scenario, concurrency: int, f: EfficiencyFactors) -> StepTimes:
+    """One token for each of ``concurrency`` sequences: every pipeline stage runs its share."""
+    gen = p.slice.generation
+    stages = _axis_product(p, "layers")
+    per_stage = concurrency / stages
+    context = s.input_tokens + s.output_tokens / 2
+    layer_weights, once = weight_read_bytes(arch, p)
+    # Per stage: its layers' weights and its sequences' KV; once per step: the output projection.
+    read = stages * (layer_weights + per_stage * context * kv_bytes_per_token_per_chip(p)) + once
+    tokens = per_stage * (1 + s.input_tokens / s.output_tokens)  # decode + interleaved prefill
+    prompt_context = s.input_tokens / 2  # causal prefill: a prompt token sees half the prompt on average
+    flops = 2 * matmul_params(arch) * tokens + _attention_flops(arch, per_stage, context)
+    flops += _attention_flops(arch, per_stage * s.input_tokens / s.output_tokens, prompt_context)
+    # A stage's chips share its work: total FLOPs of the stage's layers over the stage's chips.
+    chips_per_stage = p.slice.chips / stages
+    stage_flops = flops / stages / chips_per_stage
+    hbm = read / (gen.hbm_bandwidth_per_chip * f.hbm_efficiency)  # already summed over the stages
+    compute = stage_flops / (_peak_flops(p) * f.step_compute_utilisation)
+    collectives = _allreduce_seconds(arch, p, tokens, f) + _gather_seconds(p, f)
+    handoff = 0.0
+    if stages > 1:
+        handoff = tokens * arch.d_model * ACTIVATION_BYTES / DCN_BANDWIDTH_PER_HOST + f.dcn_latency_s
+    return StepTimes(
+        hbm=hbm,
+        compute=stages * compute,
+        collectives=stages * (collectives + handoff),
+        overhead=f.step_overhead_s,
+        hbm_floor=read / gen.hbm_bandwidth_per_chip,
+    )
+
+
+def prefill_seconds(arch: ModelArch, p: Plan, s: Scenario, f: EfficiencyFactors) -> float:
+    """One prompt through every stage at the prefill utilisation, with its all-reduces."""
+    stages = _axis_product(p, "layers")
+    flops = 2 * matmul_params(arch) * s.input_tokens + _attention_flops(arch, s.input_tokens, s.input_tokens / 2)
+    compute = stages * (flops / p.slice.chips) / (_peak_flops(p) * f.prefill_utilisation)
+    return compute + stages * _allreduce_seconds(arch, p, s.input_tokens, f)
+
+
+def estimate(
+    arch: ModelArch, p: Plan, s: Scenario, *, region: str | None, factors: EfficiencyFactors | None = None
+) -> ServingEstimate:
+    """The serving estimate of scenario ``s`` on planned slice ``p`` (one replica)."""
+    if p.mode != "serve":
+        raise PlanError(f"a serving estimate needs a serving plan, not {p.mode}", "engine")
+    f = factors if factors is not None else FACTORS[p.sharding.engine]
+    capacity = max_concurrent_sequences(p, s.input_tokens + s.output_tokens)
+    concurrency = min(s.concurrency, capacity)
+    if concurrency < 1:
+        raise PlanError(
+            f"{p.slice.key}: the KV cache left after weights and reserve holds no sequence of "
+            f"{s.input_tokens + s.output_tokens} tokens",
+            "tokens",
+        )
+    step = step_times(arch, p, s, concurrency, f)
+    ttft = prefill_seconds(arch, p, s, f) + step.total / 2
+    request = ttft + (s.output_tokens - 1) * step.total
+    throughput = concurrency * s.output_tokens / request
+    tpu = p.slice
+    return ServingEstimate(
+        plan=p,
+        scenario=s,
+        concurrency=concurrency,
+        max_concurrent_sequences=capacity,
+        step=step,
+        ttft_s=ttft,
+        output_tokens_per_s=throughput,
+        usd_per_hour=tpu.hourly_price(region),
+        usd_per_hour_spot=tpu.hourly_price(region, spot=True),
+        usd_per_hour_flex_start=tpu.capacity_price(region, "flexStart"),
+        calibrated=p.sharding.engine in CALIBRATED_ENGINES,
+    )
+
+
+def rank_key(e: ServingEstimate, *, spot: bool = False) -> tuple[bool, bool, float, float, int, str]:
+    """Best first: meets the targets, priced, lowest $ per million output tokens (on-demand, or
+    spot when ``spot``), then highest throughput, fewer hosts, slice key."""
+    cost = e.usd_per_million_output_tokens_spot if spot else e.usd_per_million_output_tokens
+    priced = cost if cost is not None else 0.0
+    return (not e.meets_targets, cost is None, priced, -e.output_tokens_per_s, e.plan.slice.hosts, e.plan.slice.key)
