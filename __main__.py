@@ -22,7 +22,7 @@ config = stack.config
 
 platform = build_platform(config)  # cluster -> buckets -> identity -> TPU pools
 cluster, buckets, identity = platform.cluster, platform.buckets, platform.identity
-workload_outputs = deploy_workload(stack, cluster=cluster, identity=identity, buckets=buckets)
+workload_outputs = deploy_workload(stack, cluster=cluster, identity=identity, buckets=buckets, pools=platform.pools)
 
 pulumi.export("cluster_name", cluster.cluster_name)
 pulumi.export("get_credentials_command", cluster.get_credentials_command)

@@ -1,4 +1,5 @@
-"""Offline CLI: ``python -m components plan STACK [--json]`` and ``render STACK [--out DIR]``.
+"""Offline CLI: ``python -m components plan|render|review|teardown|estimate|preflight|docs`` (see
+components/README-offline.md; ``preflight`` is the one command that calls Google Cloud).
 
 Runs the real Pulumi program under the mock engine (``components.report`` plans a stack read by
 ``components.stacks`` and run by ``components.mockengine``). A bad config exits 2 with the full
@@ -39,6 +40,12 @@ KEY_INPUTS: dict[str, tuple[str, ...]] = {
         "placementPolicy",
         "nodeLocations",
         "nodeConfig.spot",
+        "nodeConfig.flexStart",
+        "nodeConfig.maxRunDuration",
+        "nodeConfig.reservationAffinity",
+        "queuedProvisioning.enabled",
+        "nodeConfig.labels",
+        "nodeConfig.taints",
         "nodeConfig.workloadMetadataConfig.mode",
         "nodeConfig.serviceAccount",
     ),
@@ -148,21 +155,8 @@ def print_plan(result: report.PlanResult) -> None:
         f"spot {money(cost['spot'])}; billed {money(cost['billed'])} — {cost['basis']}"
     )
     tiers = data["capacity_tiers"]
-    for tier in tiers["tiers"]:  # $/h per capacity tier, first preferred (components/report.py tier_costs)
-        chips = f"{tier['chips_min']}-{tier['chips_max']}" if tier["chips_min"] != tier["chips_max"] else str(tier["chips_max"])
-        console.print(
-            escape(
-                f"Capacity tier {tier['tier']} {tier['type']}: {', '.join(tier['pools'])}, {chips} chips, "
-                f"{money(tier['usd_per_hour_max'])}"
-                + (f" (from {money(tier['usd_per_hour_min'])} at its minimum)" if tier["chips_min"] != tier["chips_max"] else "")
-                + f" — {tier['basis']}"
-            )
-        )
-    if len(tiers["tiers"]) > 1:
-        console.print(
-            f"Maximum if every tier fills ({tiers['chips_if_every_tier_fills']} chips): "
-            f"{money(tiers['usd_per_hour_if_every_tier_fills'])}"
-        )
+    if len(tiers["tiers"]) > 1:  # $/h per capacity tier, first preferred (components/report.py tier_costs)
+        print_tiers(console, tiers, money)
     from components.preflight import checklist
 
     for line in checklist(cfg).lines():  # what must exist in the project for `pulumi up`, per pool
@@ -174,6 +168,36 @@ def print_plan(result: report.PlanResult) -> None:
         style = "bold yellow" if endpoint.outside_vpc else "dim"
         prefix = "warning: " if endpoint.outside_vpc else "endpoint: "
         console.print(f"[{style}]{prefix}{escape(endpoint.describe())}[/]")
+
+
+def print_tiers(console: Any, tiers: dict[str, Any], money: Any) -> None:
+    """The capacity tiers as a table (first preferred), each price's source once below it."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    sources: list[str] = []
+    table = Table(title="Capacity tiers (first preferred; later tiers scale from zero)")
+    for column in ("tier", "type", "pools", "chips", "$/h when full", "source"):
+        table.add_column(column, justify="right" if column in ("chips", "$/h when full") else "left")
+    for tier in tiers["tiers"]:
+        if tier["basis"] not in sources:
+            sources.append(tier["basis"])
+        low, high = tier["chips_min"], tier["chips_max"]
+        table.add_row(
+            str(tier["tier"]),
+            tier["type"],
+            ", ".join(tier["pools"]),
+            f"{low}-{high}" if low != high else str(high),
+            money(tier["usd_per_hour_max"]),
+            f"[{sources.index(tier['basis']) + 1}]",
+        )
+    console.print(table)
+    console.print(
+        f"Maximum if every tier fills ({tiers['chips_if_every_tier_fills']} chips): "
+        f"{money(tiers['usd_per_hour_if_every_tier_fills'])}"
+    )
+    for number, basis in enumerate(sources, 1):
+        console.print(escape(f"  [{number}] {basis}"), style="dim")
 
 
 def print_capacity(console: Any, capacity: dict[str, Any]) -> None:
@@ -230,7 +254,7 @@ def print_serving(console: Any, estimates: list[dict[str, Any]], title: str | No
         table.add_column(col)
     for i, e in enumerate(estimates):
         table.add_row(
-            "chosen" if i == 0 and title is None else "",
+            "chosen" if i == 0 and title is None else "refused by config" if e["refused_by_config"] else "",
             e["slice"],
             str(e["hosts"]),
             f"{e['concurrency']} ({e['max_concurrent_sequences']})",
@@ -245,6 +269,38 @@ def print_serving(console: Any, estimates: list[dict[str, Any]], title: str | No
     console.print(table)
     if not first["calibrated"]:
         console.print("note: this engine's efficiency factors are vLLM's (no published result of its own to calibrate on)")
+    for line in serving_notes(estimates):
+        console.print(f"note: {line}")
+
+
+def serving_notes(estimates: list[dict[str, Any]]) -> list[str]:
+    """What bounds the predictions (components/planner/perf.py), one line per distinct fact: the
+    engine's batch limit capping the requested concurrency (the server is configured that way),
+    vLLM's per-step token budget queueing prefill, two slices per disaggregated replica, and the
+    slices the stack's own rules refuse."""
+    notes: dict[str, None] = {}
+    capped = [e for e in estimates if e["concurrency_limited_by"] == "batch_limit"]
+    for source in dict.fromkeys(e["batch_limit_source"] for e in capped):
+        where = ", ".join(f"{e['slice']} {e['batch_limit']}" for e in capped if e["batch_limit_source"] == source)
+        notes[
+            f"the requested concurrency exceeds the server's batch limit, {source}: {where} in flight, as the "
+            "stack configures the server"
+        ] = None
+    budget = [e["slice"] for e in estimates if e["step_token_budget_binds"]]
+    if budget:
+        notes[
+            f"{', '.join(budget)}: the scenario needs more tokens per step than --max-num-batched-tokens "
+            f"{estimates[0]['step_token_budget']} admits; prompts queue for prefill (TTFT includes it)"
+        ] = None
+    if any(e["slices_per_replica"] > 1 for e in estimates):
+        notes["one replica is a prefill slice plus a decode slice: $ per token uses the price of both"] = None
+    refused = [e for e in estimates if e["refused_by_config"]]
+    if refused:
+        notes[
+            f"'refused by config': slices the stack's own rules refuse, estimated as a what-if (each reason: --json "
+            f"refused_by_config), e.g. {refused[0]['slice']}: {refused[0]['refused_by_config']}"
+        ] = None
+    return list(notes)
 
 
 def tpu_pods(manifests: list[dict[str, Any]]) -> list[str]:

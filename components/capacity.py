@@ -12,8 +12,10 @@ is a ``ConfigError`` (exit 2, nothing registered).
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -113,13 +115,26 @@ def scenario_of(config: StackConfig) -> planner.Scenario | None:
     return planner.Scenario(spec.input_tokens, spec.output_tokens, spec.concurrency, spec.ttft_ms, spec.tpot_ms)
 
 
+def server_of(config: StackConfig) -> Callable[[tpu_catalog.TpuSlice], planner.perf.Server]:
+    """How the stack's engine runs one replica on a slice (batch limit, token budget, slices per
+    replica): the ``serving_server(config, tpu)`` of the kind's spec module, the settings its
+    renderer reads too."""
+    module = importlib.import_module(config.kind_info.workload.__module__)
+    found = getattr(module, "serving_server", None)
+    if found is None:  # a serving kind without one is a programming error, not bad input
+        raise TypeError(f"{module.__name__} defines no serving_server(config, tpu) for kind {config.workload.kind}")
+    server = cast(Callable[[StackConfig, tpu_catalog.TpuSlice], planner.perf.Server], found)
+    return lambda tpu: server(config, tpu)
+
+
 def estimate_slices(
     config: StackConfig, scenario: planner.Scenario
 ) -> tuple[tuple[planner.ServingEstimate, ...], tuple[str, ...]]:
     """What-if (``python -m components estimate``): ``scenario`` on every slice the stack could
     use (its pinned generation, else every generation documented in its zone; single-host only
     where the engine is), best first by :func:`planner.rank_by_token_cost`, and why the others were
-    not estimated. The config's own per-slice rules are not re-run (a what-if, not a plan)."""
+    not estimated. Slices the config's own rules refuse are estimated all the same (a what-if),
+    marked with the reason (``ServingEstimate.refused_by_config``) and ranked after the others."""
     arch = MODELS[config.workload.model]
     tpu = config.tpu
     generations = (tpu.generation,) if tpu.generation is not None else tpu.zone_generations()
@@ -137,8 +152,17 @@ def estimate_slices(
         raise ConfigError(
             [Violation(f"gke-tpu-llm:{key}", value, f"cannot run {arch.name} ({config.workload.kind}): {error}", "", fix)]
         ) from None
-    estimates, unfit = planner.rank_by_token_cost(arch, ranking.fits, scenario, region=config.region, spot=tpu.spot)
-    return estimates, (*ranking.rejected, *unfit)
+    estimates, unfit = planner.rank_by_token_cost(
+        arch, ranking.fits, scenario, server=server_of(config), region=config.region, spot=tpu.spot
+    )
+    refusals = {e.plan.slice.key: _with_slice(config, e.plan.slice) for e in estimates}
+    marked = [
+        replace(e, refused_by_config=r.removeprefix("rejected by the config: ")) if isinstance(r, str) else e
+        for e in estimates
+        for r in (refusals[e.plan.slice.key],)
+    ]
+    # Accepted slices first (the first row is what ``plan`` would choose), each group best first.
+    return tuple(sorted(marked, key=lambda e: e.refused_by_config is not None)), (*ranking.rejected, *unfit)
 
 
 def _missed_targets(config: StackConfig, estimates: tuple[planner.ServingEstimate, ...]) -> ConfigError:
@@ -161,6 +185,33 @@ def _missed_targets(config: StackConfig, estimates: tuple[planner.ServingEstimat
     best_ttft = min(estimates, key=lambda e: e.ttft_ms)
     best_tpot = min(estimates, key=lambda e: e.tpot_ms)
     value: float | None
+    ttft_target, tpot_target = spec.ttft_ms, spec.tpot_ms
+    if (
+        ttft_target is not None
+        and tpot_target is not None
+        and (best_ttft.ttft_ms <= ttft_target and best_tpot.tpot_ms <= tpot_target)
+    ):
+        # Each target alone is met on some slice, both together on none: name both keys and the
+        # best pair (the slice closest to both, by its worse ratio to a target).
+        pair = min(estimates, key=lambda e: max(e.ttft_ms / ttft_target, e.tpot_ms / tpot_target))
+        problem = (
+            f"ttftMs {ttft_target:g} and tpotMs {tpot_target:g} are each met by some fitting slice but together by "
+            f"none at concurrency {spec.concurrency}: the best pair is TTFT {pair.ttft_ms:.1f} ms with TPOT "
+            f"{pair.tpot_ms:.1f} ms ({pair.plan.slice.key})"
+        )
+        return ConfigError(
+            [
+                Violation(
+                    f"gke-tpu-llm:workload.serving.{key}",
+                    target,
+                    problem,
+                    "targets at or above a pair one slice achieves, or a lower concurrency",
+                    "raise one of the targets, lower workload.serving.concurrency, or unset one "
+                    "(python -m components estimate lists every slice)",
+                )
+                for key, target in (("ttftMs", ttft_target), ("tpotMs", tpot_target))
+            ]
+        )
     if spec.tpot_ms is not None and best_tpot.tpot_ms > spec.tpot_ms:
         key, value = "tpotMs", spec.tpot_ms
         best = f"the lowest predicted TPOT is {best_tpot.tpot_ms:.1f} ms ({best_tpot.plan.slice.key})"
@@ -251,7 +302,7 @@ def resolve(config: StackConfig) -> StackPlan:
             estimates: tuple[planner.ServingEstimate, ...] = ()
             if scenario is not None:  # by $ per million output tokens under the latency targets
                 estimates, unfit = planner.rank_by_token_cost(
-                    arch, ranking.fits, scenario, region=config.region, spot=tpu.spot
+                    arch, ranking.fits, scenario, server=server_of(config), region=config.region, spot=tpu.spot
                 )
                 if not estimates or not estimates[0].meets_targets:
                     raise _missed_targets(config, estimates)
@@ -268,7 +319,10 @@ def resolve(config: StackConfig) -> StackPlan:
         verified = planner.verify_slice(arch, workload, tpu.slice, region=config.region, spot=tpu.spot)
         if scenario is not None:  # a pinned slice is predicted, never refused for missing a target
             return StackPlan(
-                config, verified, selected=False, serving=(planner.estimate(arch, verified, scenario, region=config.region),)
+                config,
+                verified,
+                selected=False,
+                serving=(planner.estimate(arch, verified, scenario, server=server_of(config)(tpu.slice), region=config.region),),
             )
         return StackPlan(config, verified, selected=False)
     except planner.PlanError as error:

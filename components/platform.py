@@ -124,15 +124,13 @@ def pool_args(
     """The pool of slice ``index`` in capacity tier ``tier`` (``naming.node_pool_name``: the first tier is
     ``tpu-slice-<index>``, keeping the names earlier releases gave it).
 
-    Node counts: the first tier holds the slice as before (a fixed node count, or ``tpu.autoscaling``),
-    whether on-demand, spot or a reservation, because that is the capacity the stack is sized on and a
-    reservation is paid for whether it is used or not; a flex-start or queued first tier scales from
-    zero, as GKE requires. Every later tier is a fallback: it scales from zero (a multi-host slice
-    0 <-> all hosts, atomically; single-host 0 .. ``tpu.autoscaling.maxNodes``), so it is created and
-    billed only when pods cannot be placed on the tiers before it."""
+    Node counts (``TpuSpec.tier_holds``): a stack's one tier, or a reservation first tier, holds the slice
+    as before (a fixed node count, or ``tpu.autoscaling``); every other pool scales from zero (a
+    multi-host slice 0 <-> all hosts, atomically; single-host 0 .. ``tpu.autoscaling.maxNodes``), so it
+    is created and billed only when pods cannot be placed on the tiers before it."""
     tpu = config.tpu
     spec = tpu.tiers[tier]
-    fallback = tier > 0
+    fallback = not tpu.tier_holds(tier)
     autoscaling = tpu.autoscaling
     # A fallback ladder's pools are the manually created pools of its ComputeClass (label + taint).
     scheduling = pool_scheduling(config, tier)
@@ -169,7 +167,7 @@ def pool_args(
         node_service_account=node_service_account,
         depends_on=depends_on,
         # Only a slice's first pool ever had a shape-encoded name.
-        legacy_alias_index=None if fallback else index,
+        legacy_alias_index=index if tier == 0 else None,
     )
 
 

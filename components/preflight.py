@@ -26,19 +26,7 @@ from components import naming
 from components.catalog import tpu as tpu_catalog
 from components.config.stack import StackConfig
 
-QUOTA_KIND_BY_CAPACITY: dict[str, tpu_catalog.QuotaKind | None] = {
-    "onDemand": "on-demand",
-    "spot": "preemptible",
-    # Flex-start and queued provisioning (DWS) count against preemptible quota, falling back to on-demand
-    # quota when preemptible lacks (tpu_catalog.SRC_QUOTA_DWS).
-    "flexStart": "preemptible",
-    "queuedProvisioning": "preemptible",
-    # A pool that consumes a reservation needs no TPU quota (tpu_catalog.SRC_QUOTA_GKE).
-    "reservation": None,
-}
-"""The quota each capacity type (``tpu.capacity[].type``) draws on."""
-
-DWS_TYPES = frozenset({"flexStart", "queuedProvisioning"})
+DWS_TYPES = tpu_catalog.DWS_CAPACITY_TYPES
 """Capacity types that Compute Engine lets fall back to on-demand quota, and that need a flex-start zone."""
 
 
@@ -296,7 +284,7 @@ def checklist(config: StackConfig) -> Checklist:
     pools: list[PoolNeeds] = []
     for index in range(tpu.slices):
         for tier_index, tier in enumerate(tpu.tiers):
-            kind = QUOTA_KIND_BY_CAPACITY[tier.type]
+            kind = tpu_catalog.QUOTA_KIND_BY_CAPACITY[tier.type]
             quota = None
             if kind is not None and quotas is not None:
                 fallback = quotas.on_demand if tier.type in DWS_TYPES else None

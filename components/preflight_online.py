@@ -188,14 +188,18 @@ class _Checker:
         if need.fallback is not None and need.fallback.metric is not None:
             # Flex-start and queued provisioning use on-demand quota where preemptible lacks (SRC_QUOTA_DWS).
             fallback = self._quota_room(region, need.fallback.metric)
-            if fallback is not None and fallback[0] - fallback[1] >= need.chips:
+            # The on-demand tiers of the stack draw on that quota too: only what they leave is a fallback.
+            taken = sum(
+                n.chips for n in self.checklist.quota_totals if n.quota.metric == need.fallback.metric and n.region == need.region
+            )
+            if fallback is not None and fallback[0] - fallback[1] - taken >= need.chips:
                 return Result(
                     "pass",
                     what,
                     where,
                     wanted,
-                    f"{have}; on-demand '{need.fallback.name}' free {fallback[0] - fallback[1]:g}, which "
-                    "Compute Engine uses when preemptible quota lacks",
+                    f"{have}; on-demand '{need.fallback.name}' free {fallback[0] - fallback[1]:g} "
+                    f"({taken:g} of it for the on-demand tiers), which Compute Engine uses when preemptible quota lacks",
                 )
         return Result(
             "fail",

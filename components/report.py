@@ -104,7 +104,7 @@ def cost_per_hour(config: StackConfig) -> dict[str, Any]:
 
 def _price_basis(capacity: str) -> str:
     """Where the catalog's rate for ``capacity`` comes from, and when it was read."""
-    if capacity in ("flexStart", "queuedProvisioning"):
+    if capacity in tpu_catalog.DWS_CAPACITY_TYPES:
         return f"{tpu_catalog.SRC_FLEX_START_PRICE}; as of {tpu_catalog.FLEX_START_PRICE_AS_OF}"
     if capacity == "reservation":
         return f"{tpu_catalog.SRC_RESERVATION_PRICE}; on-demand rate: {tpu_catalog.PRICE_SOURCE}; as of {tpu_catalog.PRICE_AS_OF}"

@@ -97,8 +97,9 @@ SAX_HTTP = "Deployment/sax-http"
 LWS_LEADER = "Pod/jetstream-pathways-leaderworkertemplate-leadertemplate"
 LWS_WORKER = "Pod/jetstream-pathways-leaderworkertemplate-workertemplate"
 SAX_MODEL_SERVER = "Pod/sax-model-server-set-replicatedjobs-*-template-spec-template"
-RAY_HEAD = "Pod/maxtext-tpu-cluster-headgroupspec-template"
-RAY_WORKER = "Pod/maxtext-tpu-cluster-workergroupspecs-*-template"
+# The RayCluster's groups, or those of a RayJob's own cluster (rayClusterSpec, queued provisioning).
+RAY_HEAD = "Pod/*headgroupspec-template"
+RAY_WORKER = "Pod/*workergroupspecs-*-template"
 RAY_SUBMITTER = "Pod/*-submitterpodtemplate"
 VLLM_LEADER = "Pod/vllm-group-leaderworkertemplate-leadertemplate"  # multi-host vLLM (LWS + Ray)
 VLLM_WORKER = "Pod/vllm-group-leaderworkertemplate-workertemplate"

@@ -36,6 +36,11 @@ class CapacitySchedulingArgs:
     """The cluster's Kubernetes provider (``GkeCluster.provider``)."""
     namespace_ready: Sequence[pulumi.Resource] = ()
     """What creates the stack's namespace (``WorkloadIdentity``): the LocalQueue lives in it."""
+    pools: Sequence[pulumi.Resource] = ()
+    """The stack's TPU pools: the ComputeClass (and so every workload object, which depends on this
+    component) comes after them, so on the ``up`` that turns a one-tier stack into a ladder the first
+    tier's pool carries the class's label and taint before the pods select the class (else the
+    autoscaler would grow a fallback tier and, with no active migration, the pods would stay there)."""
 
 
 def needed(config: StackConfig) -> bool:
@@ -78,7 +83,7 @@ class CapacityScheduling(pulumi.ComponentResource):
         self.objects = []
         for obj in rendered:
             namespaced = "namespace" in obj["metadata"]
-            deps = [*after, *(args.namespace_ready if namespaced else ())]
+            deps = [*after, *(args.namespace_ready if namespaced else ()), *args.pools]
             self.objects.append(
                 k8s_objects.create(
                     obj,

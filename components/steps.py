@@ -550,8 +550,10 @@ def pool_chips(res: Res) -> int:
     if found is None:
         return 0
     autoscaling = res.inputs.get("autoscaling") or {}
-    nodes = autoscaling.get("totalMaxNodeCount") or res.inputs.get("nodeCount") or res.inputs.get("initialNodeCount") or 0
-    return int(nodes) * found[1]
+    # Autoscaled: the total bound, or the per-zone bound times the pool's zones (a TPU pool has one).
+    per_zone = int(autoscaling.get("maxNodeCount") or 0) * len(res.inputs.get("nodeLocations") or [None])
+    nodes = autoscaling.get("totalMaxNodeCount") or per_zone or res.inputs.get("nodeCount") or res.inputs.get("initialNodeCount")
+    return int(nodes or 0) * found[1]
 
 
 def pool_capacity(res: Res) -> str:
@@ -566,16 +568,6 @@ def pool_capacity(res: Res) -> str:
     return "spot" if node_config.get("spot") else "onDemand"
 
 
-_QUOTA_KIND = {
-    "onDemand": "on-demand",
-    "spot": "preemptible",
-    # DWS flex-start (and queued provisioning, flex-start with queueing) draws on preemptible quota
-    # (Cloud TPU 'Request Cloud TPUs using Flex-start', components/catalog/tpu.py SRC_FLEX_START_ZONES).
-    "flexStart": "preemptible",
-    "queuedProvisioning": "preemptible",
-    # Consuming a specific reservation uses the reserved capacity, not new quota.
-    "reservation": "reserved",
-}
 
 
 def pool_quota(res: Res) -> str | None:
@@ -584,7 +576,8 @@ def pool_quota(res: Res) -> str | None:
     found = _TPU_MACHINES.get(str(node_config.get("machineType")))
     if res.type != NODE_POOL or found is None:
         return None
-    return f"{found[0].name} {_QUOTA_KIND[pool_capacity(res)]}"
+    # The quota kind per capacity type is the pre-flight's; a reservation draws on none: "reserved".
+    return f"{found[0].name} {tpu_catalog.QUOTA_KIND_BY_CAPACITY[pool_capacity(res)] or 'reserved'}"
 
 
 def _by_quota(pools: Iterable[Res]) -> dict[str, int]:

@@ -96,12 +96,6 @@ _GKE_TAINT_EFFECT: Mapping[str, str] = {
 }
 """Kubernetes effect -> GKE's ``node_config.taint.effect`` enum (container/node_config.go taint schema:
 NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)."""
-QUEUED_LABEL = "cloud.google.com/gke-queued"
-"""Node label of a queued-provisioning pool. GKE taints such nodes with this key itself; the label is set
-on the pool so workloads can select them (GoogleCloudPlatform/cluster-toolkit
-modules/compute/gke-node-pool/main.tf:69-75, HEAD 104708037)."""
-SCALE_FROM_ZERO = ("flexStart", "queuedProvisioning")
-"""Capacity types whose pools GKE only runs autoscaled from zero."""
 
 SHAPE_INPUTS = ("placementPolicy", "nodeConfig.machineType", "nodeLocations")
 """NodePool inputs that define the slice itself: a change replaces the pool (``replaceOnChanges``)."""
@@ -178,7 +172,8 @@ class TpuSlicePoolArgs:
         metadata=own(
             "DWS queued provisioning (queued_provisioning.enabled, with flex_start): nodes are created only for "
             "a ProvisioningRequest (Kueue's queued-provisioning.gke.io admission check), all of a slice at once; "
-            f"nodes are labelled {QUEUED_LABEL}=true. Multi-host slices; not with spot, reservation or autoscaling."
+            f"nodes are labelled {tpu_catalog.QUEUED_NODE_LABEL}=true. Multi-host slices; not with spot, reservation "
+            "or autoscaling."
         ),
     )
     max_run_hours: int | None = field(default=None, metadata=meta(CapacityTierSpec, "max_run_hours", validated=False))
@@ -301,7 +296,7 @@ class TpuSlicePoolArgs:
 
     @property
     def scales_from_zero(self) -> bool:
-        return self.scale_from_zero or self.capacity in SCALE_FROM_ZERO
+        return self.scale_from_zero or self.capacity in tpu_catalog.DWS_CAPACITY_TYPES
 
     def _capacity_problems(self) -> list[Violation]:
         """The stack's capacity rules (TpuSpec.capacity_rules, written once) applied to this pool's one tier."""
@@ -350,7 +345,7 @@ class TpuSlicePoolArgs:
         found = one_tier.capacity_rules()
         if isinstance(self.cluster, GkeCluster):
             found += rules.flex_start_version_rules("cluster.version", self.cluster.version, [self.capacity])
-        if self.autoscaling is not None and self.capacity in SCALE_FROM_ZERO:
+        if self.autoscaling is not None and self.capacity in tpu_catalog.DWS_CAPACITY_TYPES:
             found.append(
                 rule(
                     "autoscaling",
@@ -430,7 +425,7 @@ class TpuSlicePool(pulumi.ComponentResource):
             # xpk src/xpk/core/nodepool.py: --num-nodes=0 for flex-start). Up to the slice's hosts: a
             # multi-host slice is scaled atomically, all of its VMs or none (GKE "About TPUs in GKE").
             bounds = (0, tpu_slice.hosts)
-        dws = args.capacity in SCALE_FROM_ZERO
+        dws = args.capacity in tpu_catalog.DWS_CAPACITY_TYPES
 
         if args.reservation:
             # A specific reservation: its name, a shared one's projects/P/reservations/R, or either with
@@ -447,7 +442,7 @@ class TpuSlicePool(pulumi.ComponentResource):
             reservation = gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
         else:
             reservation = None
-        labels = {**args.node_labels, **({QUEUED_LABEL: "true"} if args.queued_provisioning else {})}
+        labels = {**args.node_labels, **({tpu_catalog.QUEUED_NODE_LABEL: "true"} if args.queued_provisioning else {})}
         node_config = gcp.container.NodePoolNodeConfigArgs(
             machine_type=tpu_slice.machine_type,
             disk_size_gb=args.disk_size_gb,
@@ -459,7 +454,9 @@ class TpuSlicePool(pulumi.ComponentResource):
             flex_start=True if dws else None,
             # node_config.max_run_duration: "The runtime of each node in the node pool in seconds, terminated
             # by 's'. Example: \"3600s\"" (terraform-provider-google-beta container/node_config.go:1487).
-            max_run_duration=f"{args.max_run_hours * 3600}s" if args.max_run_hours is not None else None,
+            # Always sent on a DWS pool, GKE's 7-day maximum when unset: the field is ForceNew and not read
+            # back as computed, so a default GKE filled in would otherwise differ from the program's null.
+            max_run_duration=f"{(args.max_run_hours or tpu_catalog.DWS_MAX_RUN_HOURS) * 3600}s" if dws else None,
             labels=labels or None,
             taints=[
                 gcp.container.NodePoolNodeConfigTaintArgs(key=key, value=value, effect=_GKE_TAINT_EFFECT[effect])
@@ -521,7 +518,16 @@ class TpuSlicePool(pulumi.ComponentResource):
             node_count=None if bounds else tpu_slice.hosts,
             initial_node_count=bounds[0] if bounds else None,
             autoscaling=(
-                gcp.container.NodePoolAutoscalingArgs(
+                # A pool that scales from zero is bounded per zone (min/max_node_count; one zone here, so
+                # the same numbers): the provider always sends the per-zone fields (0 when unset,
+                # resource_container_node_pool.go ForceSendFields), and GKE checks a TPU slice's per-zone
+                # maximum ("Maximum node count 0 is not a valid size of TPU pod slice", vllm-project/ci-infra
+                # #545; cluster-toolkit gke-node-pool/main.tf: per-zone limits "are required to workaround a
+                # Terraform provider bug when using TPU Flex Start"; xpk passes --max-nodes). A configured
+                # tpu.autoscaling keeps the total bounds it always had.
+                gcp.container.NodePoolAutoscalingArgs(min_node_count=bounds[0], max_node_count=bounds[1], location_policy="ANY")
+                if bounds and args.autoscaling is None
+                else gcp.container.NodePoolAutoscalingArgs(
                     total_min_node_count=bounds[0],
                     total_max_node_count=bounds[1],
                     # ANY: take capacity wherever it is (one zone here), the TPU-friendly policy; DWS pools

@@ -26,7 +26,9 @@ def predict(r: PublishedResult, f: EfficiencyFactors) -> perf.ServingEstimate:
     arch = MODELS[r.model]
     workload = planner.ServingWorkload(r.engine, max_target_length=r.max_target_length, reserve_fraction=r.reserve_fraction)
     p = planner.plan(arch, tpu, workload, region=None)
-    return perf.estimate(arch, p, perf.Scenario(r.input_tokens, r.output_tokens, r.concurrency), region=None, factors=f)
+    server = perf.Server(r.max_num_seqs, "vLLM --max-num-seqs (the source's)", r.max_num_batched_tokens)
+    scenario = perf.Scenario(r.input_tokens, r.output_tokens, r.concurrency)
+    return perf.estimate(arch, p, scenario, server=server, region=None, factors=f)
 
 
 def metric(e: perf.ServingEstimate, name: Metric) -> float:

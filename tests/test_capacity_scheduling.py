@@ -125,7 +125,8 @@ def test_compute_class_is_named_per_stack() -> None:
     a = with_tiers(make_config("stack-a"), *LADDER)
     b = with_tiers(make_config("stack-b"), *LADDER)
     assert capacity.compute_class_name(a) != capacity.compute_class_name(b)
-    assert capacity.render_compute_class(a) == capacity.render_compute_class(a)  # deterministic
+    # Deterministic: a second config of the same stack renders the same object.
+    assert capacity.render_compute_class(a) == capacity.render_compute_class(with_tiers(make_config("stack-a"), *LADDER))
     long = with_tiers(make_config("s" * 60), *LADDER)
     assert len(capacity.compute_class_name(long)) <= 63
 
@@ -345,3 +346,32 @@ def test_component_token_and_one_tier_guard() -> None:
         capacity.render_compute_class(make_config())
     with pytest.raises(ValueError, match="no queuedProvisioning"):
         capacity.render_queue(make_config())
+
+
+def test_ray_job_with_its_own_cluster_keeps_each_slice_in_one_pool() -> None:
+    """A RayJob that embeds its cluster (the maxtext-ray kind under queued provisioning) under a ladder:
+    the worker group's affinity cannot name the cluster (KubeRay names it), so the pod's own
+    ``ray.io/cluster`` label scopes it, like the replica label."""
+    from components.capacity import resolve
+    from components.workloads.maxtext_ray import render as ray_render
+
+    train: dict[str, Any] = {
+        "workload": {"kind": "maxtext-ray", "model": "llama3-8b", "maxTargetLength": 4096, "perDeviceBatchSize": 1},
+        "buckets": {"checkpoints": {"purpose": "train-output", "holdsCheckpoints": True}},
+        "identity": {"serviceAccount": "maxtext-trainer", "bucketRoles": {"checkpoints": "roles/storage.objectUser"}},
+        "tpu": {"zone": "us-east5-a", "capacity": [{"type": "queuedProvisioning"}]},
+    }
+    (job,) = ray_render.render_objects(resolve(make_config(**train)))
+    assert "rayClusterSpec" in job["spec"]
+    config = with_tiers(make_config(**train), *LADDER)
+    after = capacity.apply_scheduling(job, config)
+    (group,) = after["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    (term,) = group["template"]["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term == {
+        "labelSelector": {"matchLabels": {"ray.io/group": ray_render.WORKER_GROUP}},
+        "matchLabelKeys": [capacity.RAY_CLUSTER_LABEL, capacity.RAY_REPLICA_LABEL],
+        "topologyKey": "cloud.google.com/gke-nodepool",
+    }
+    head = after["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    assert "affinity" not in head  # the CPU head is not part of a slice
+    assert validate_all([after], controller_versions=config.controllers.by_controller) == []

@@ -22,7 +22,7 @@ from components.args import ArgsError
 from components.catalog import tpu as tpu_catalog
 from components.config.errors import ConfigError
 from components.review import compare_stack, render_comment
-from components.tpu_pool import QUEUED_LABEL, TpuSlicePoolArgs
+from components.tpu_pool import TpuSlicePoolArgs
 from tests.conftest import make_config, planned, run_cli_process
 
 NODE_POOL = steps.NODE_POOL
@@ -113,7 +113,7 @@ def test_flex_start_pool_carries_exactly_what_gke_requires() -> None:
     assert node_config["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
     assert "spot" not in node_config
     assert "queuedProvisioning" not in inputs
-    assert inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 1, "locationPolicy": "ANY"}
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 1, "locationPolicy": "ANY"}
     assert inputs["initialNodeCount"] == 0
     assert "nodeCount" not in inputs
     assert inputs["management"] == {"autoRepair": False, "autoUpgrade": True}
@@ -127,7 +127,7 @@ def test_spot_and_on_demand_fallbacks_scale_from_zero(pool: str, spot: bool) -> 
     assert node_config.get("spot", False) is spot
     assert "reservationAffinity" not in node_config
     assert "flexStart" not in node_config
-    assert inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 1, "locationPolicy": "ANY"}
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 1, "locationPolicy": "ANY"}
     assert inputs["management"]["autoRepair"] is True
     assert {"nodeCount", "initialNodeCount"} <= set(res["options"]["ignoreChanges"])
 
@@ -140,26 +140,31 @@ def test_queued_provisioning_pool_is_a_whole_slice_from_zero() -> None:
     assert node_config["flexStart"] is True
     assert node_config["maxRunDuration"] == f"{12 * 3600}s"
     assert node_config["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
-    assert node_config["labels"] == {QUEUED_LABEL: "true"}
+    assert node_config["labels"] == {tpu_catalog.QUEUED_NODE_LABEL: "true"}
     # 0 <-> all 4 hosts of the 4x4 (atomic), still placed COMPACT as one slice.
-    assert inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 4, "locationPolicy": "ANY"}
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"}
     assert inputs["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4"}
     assert inputs["management"] == {"autoRepair": False, "autoUpgrade": True}
 
 
 def test_multi_host_fallback_tier_autoscales_zero_to_all_hosts() -> None:
     pools = tpu_pools(variant("llama-405b", capacity=[{"type": "onDemand"}, {"type": "spot"}]))
-    assert pools["tpu-slice-0"]["inputs"]["nodeCount"] == 4
+    # In a ladder an on-demand first tier scales from zero too: a stock-out leaves the next tier to the
+    # ComputeClass instead of failing the pool's creation (TpuSpec.tier_holds).
+    assert pools["tpu-slice-0"]["inputs"]["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"}
+    held = tpu_pools(variant("llama-405b", capacity=[{"type": "reservation", "reservation": "r"}, {"type": "spot"}]))
+    assert held["tpu-slice-0"]["inputs"]["nodeCount"] == 4  # a reservation is paid for: held
     spot = pools["tpu-slice-0-spot"]["inputs"]
-    assert spot["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 4, "locationPolicy": "ANY"}
+    assert spot["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"}
     assert spot["placementPolicy"] == pools["tpu-slice-0"]["inputs"]["placementPolicy"]
 
 
 def test_flex_start_first_tier_also_scales_from_zero() -> None:
     (pool,) = tpu_pools(variant("llama-405b", zone="us-east5-a", capacity=[{"type": "flexStart"}])).values()
     assert pool["inputs"]["name"] == "tpu-slice-0"
-    assert pool["inputs"]["autoscaling"]["totalMinNodeCount"] == 0
-    assert "maxRunDuration" not in pool["inputs"]["nodeConfig"]  # unset keeps GKE's default (7 days)
+    assert pool["inputs"]["autoscaling"]["minNodeCount"] == 0
+    # Unset is sent as GKE's 7-day maximum: the ForceNew field then never differs from what GKE reports.
+    assert pool["inputs"]["nodeConfig"]["maxRunDuration"] == f"{tpu_catalog.DWS_MAX_RUN_HOURS * 3600}s"
 
 
 def test_field_names_are_the_provider_sdks() -> None:
@@ -382,13 +387,11 @@ def test_a_tier_without_a_known_price_is_none_and_so_is_the_maximum() -> None:
 def test_plan_text_shows_each_tier_and_the_maximum() -> None:
     done = run_cli_process("plan", FALLBACK)
     assert done.returncode == 0, done.stderr
-    out = " ".join(done.stdout.split())
-    for line in (
-        "Capacity tier 0 reservation: tpu-slice-0",
-        "Capacity tier 1 flexStart: tpu-slice-0-flex",
-        "Maximum if every tier fills (32 chips)",
-    ):
-        assert line in out
+    rows = {tuple(cell.strip() for cell in line.split("│")[1:-1]) for line in done.stdout.splitlines() if "│" in line}
+    assert ("0", "reservation", "tpu-slice-0", "8", "$21.60/h", "[1]") in rows
+    assert ("1", "flexStart", "tpu-slice-0-flex", "0-8", "$10.80/h", "[2]") in rows
+    assert ("3", "onDemand", "tpu-slice-0-ondemand", "0-8", "$21.60/h", "[3]") in rows  # same source as spot: listed once
+    assert "Maximum if every tier fills (32 chips): $63.72/h" in done.stdout
 
 
 def test_rollout_prices_pools_at_their_capacity_rate() -> None:
@@ -460,7 +463,9 @@ def test_adding_a_fallback_tier_creates_pools_and_keeps_tpu_slice_0() -> None:
     # tpu-slice-0 stays: only its ComputeClass label and taint are added, in place (GKE updates node labels
     # and taints of an existing pool without recreating it; node_config.labels/taint are not ForceNew).
     assert [(s.op, s.name) for s in pool_steps] == [("update", "tpu-slice-0-pool"), ("create", "tpu-slice-0-spot-pool")]
-    assert set(pool_steps[0].paths) == {"nodeConfig.labels", "nodeConfig.taints"}
+    # ... and the on-demand first tier of a ladder becomes autoscaled 0..4 in place (its node count is then
+    # the autoscaler's: ignored, so the running slice stays).
+    assert set(pool_steps[0].paths) == {"autoscaling", "nodeConfig.labels", "nodeConfig.taints"}
     assert not change.refused
     assert not change.warnings
     comment = render_comment([change], {"llama-405b": head})
@@ -476,7 +481,7 @@ def test_prod_fallback_tier_is_added_without_lifting_protection() -> None:
     assert not change.refused
     ops = [(s.op, s.name, s.paths) for s in change.prediction.steps if s.type == NODE_POOL]
     assert ops == [
-        ("update", "tpu-slice-0-pool", ("nodeConfig.labels", "nodeConfig.taints")),
+        ("update", "tpu-slice-0-pool", ("autoscaling", "nodeConfig.labels", "nodeConfig.taints")),
         ("create", "tpu-slice-0-reservation-pool", ()),
     ]
 

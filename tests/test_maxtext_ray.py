@@ -9,6 +9,7 @@ import math
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -22,6 +23,7 @@ from components.__main__ import main as cli
 from components.capacity import StackPlan, resolve
 from components.config.errors import ConfigError
 from components.platform import build_platform
+from components.render import capacity
 from components.validate import validate_all
 from components.workloads.maxtext_ray import component as component
 from components.workloads.maxtext_ray import render as render
@@ -581,3 +583,135 @@ def test_acceptance_stack_outputs_are_json() -> None:
     for key in ("image_build_command", "rayjob_logs_command", "ray_dashboard_command", "training_output"):
         assert isinstance(outputs[key], str)
     json.dumps(outputs)
+
+
+# ---------------------------------------------------------------- queued provisioning: one RayJob with its own cluster
+
+QUEUED_STACK = "llama3-8b-train-queued"
+QUEUED_TPU: dict[str, Any] = {"zone": "us-east5-a", "capacity": [{"type": "queuedProvisioning", "maxRunHours": 12}]}
+
+
+def test_queued_rayjob_embeds_the_standalone_cluster_spec_and_shuts_it_down() -> None:
+    stack = train_plan(tpu=QUEUED_TPU)
+    assert render.embeds_cluster(stack.config)
+    (job,) = render.render_objects(stack)
+    spec = job["spec"]
+    # The very cluster the standalone RayCluster would be (head, worker group, image, volumes, security).
+    assert spec["rayClusterSpec"] == render.render_ray_cluster(stack)["spec"]
+    assert spec["shutdownAfterJobFinishes"] is True
+    assert spec["ttlSecondsAfterFinished"] == 0
+    # Kueue's RayJob webhook: no existing cluster, no in-tree autoscaling, no worker group named "head".
+    assert "clusterSelector" not in spec
+    assert "enableInTreeAutoscaling" not in spec["rayClusterSpec"]
+    assert all(g["groupName"] != "head" for g in spec["rayClusterSpec"]["workerGroupSpecs"])
+    # Everything else of the RayJob is what the non-queued stack renders.
+    standalone = render.render_ray_job(train_plan())
+    assert {
+        k: v for k, v in spec.items() if k not in ("rayClusterSpec", "shutdownAfterJobFinishes", "ttlSecondsAfterFinished")
+    } == {k: v for k, v in standalone["spec"].items() if k != "clusterSelector"}
+    # Derived, not copied: a bigger slice changes hosts in the embedded cluster too.
+    (bigger,) = render.render_objects(train_plan(tpu={**QUEUED_TPU, "topology": "4x8"}))
+    assert bigger["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["numOfHosts"] == 8
+
+
+def test_queued_stack_plans_one_queued_rayjob_and_no_raycluster() -> None:
+    result = planned(QUEUED_STACK)
+    stack = result.stack_plan
+    kinds = [m["kind"] for m in result.manifests]
+    assert "RayCluster" not in kinds
+    (job,) = [m for m in result.manifests if m["kind"] == "RayJob"]
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == capacity.local_queue_name(result.config)
+    spec = job["spec"]
+    assert spec["shutdownAfterJobFinishes"] is True
+    assert "clusterSelector" not in spec
+    (group,) = spec["rayClusterSpec"]["workerGroupSpecs"]
+    assert group["numOfHosts"] == stack.slice.hosts
+    worker = group["template"]["spec"]
+    assert worker["containers"][0]["resources"]["limits"]["google.com/tpu"] == str(stack.slice.tpu_per_host)
+    assert worker["nodeSelector"] == dict(stack.slice.node_selector)
+    assert f"--accelerator-type {render.ray_accelerator_type(stack.slice)}" in spec["entrypoint"]
+    queued = {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}
+    assert queued in worker["tolerations"]  # the scheduling transformation reached the embedded template
+    head = spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    assert "tolerations" not in head  # the CPU head stays on the system pool
+    assert head["securityContext"] == worker["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    # Created after Kueue holds the queue (else it would not be suspended for admission), and after the
+    # KSA, bucket and image grant its pods need.
+    by_name = {r.name: r for r in result.resources}
+    ray_job = by_name["maxtext-ray-job"]
+    assert by_name["capacity-scheduling-localqueue-tpu"].urn in ray_job.dependencies
+    assert by_name["training-image-node-reader"].urn in ray_job.dependencies
+    assert "maxtext-ray-cluster" not in by_name
+    # The network policies select the embedded cluster's pods by their template labels: the same
+    # policies as the standalone cluster's, for this stack's instance label.
+    policies = {m["metadata"]["name"]: m["spec"] for m in result.manifests if m["kind"] == "NetworkPolicy"}
+    standalone = {m["metadata"]["name"]: m["spec"] for m in planned(STACK).manifests if m["kind"] == "NetworkPolicy"}
+    renamed = json.dumps(standalone).replace(f'"{STACK}"', f'"{QUEUED_STACK}"')
+    assert policies == json.loads(renamed)
+    assert policies["allow-ray-cluster"]["podSelector"]["matchLabels"] == {"app.kubernetes.io/instance": QUEUED_STACK}
+    assert "ray_cluster" not in result.outputs
+    assert validate_all(result.manifests, controller_versions=result.config.controllers.by_controller) == []
+
+
+def test_queued_rayjob_strict_validation_covers_the_embedded_cluster() -> None:
+    (job,) = render.render_objects(train_plan(tpu=QUEUED_TPU))
+    assert validate_all([job]) == []
+    broken = json.loads(json.dumps(job))
+    broken["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["numHosts"] = 4  # a typo inside the cluster
+    assert validate_all([broken])
+    broken = json.loads(json.dumps(job))
+    broken["spec"]["shutdownAfterJobFinishes"] = "true"  # a string is not a boolean
+    assert validate_all([broken])
+
+
+def test_non_queued_stacks_keep_the_standalone_cluster_exactly() -> None:
+    from components.manifests import MANIFESTS_DIR
+
+    for name in (STACK, "llama3-8b-train-v5p"):
+        result = planned(name)
+        assert not render.embeds_cluster(result.config)
+        ray = [m for m in result.manifests if m["kind"] in ("RayCluster", "RayJob")]
+        assert [m["kind"] for m in ray] == ["RayCluster", "RayJob"]
+        assert ray[1]["spec"]["clusterSelector"] == {"ray.io/cluster": render.CLUSTER_NAME}
+        assert not {"rayClusterSpec", "shutdownAfterJobFinishes", "ttlSecondsAfterFinished"} & set(ray[1]["spec"])
+        assert result.outputs["ray_cluster"] == f"{result.config.namespace}/{render.CLUSTER_NAME}"
+        golden_dir = MANIFESTS_DIR / name
+        if golden_dir.is_dir():  # the committed goldens of the stack's Ray objects, unchanged
+            files = [*golden_dir.glob("*-raycluster-*.yaml"), *golden_dir.glob("*-rayjob-*.yaml")]
+            golden = [yaml.safe_load(p.read_text()) for p in files]
+            assert golden == ray
+
+
+def test_queued_component_registers_the_rayjob_alone(tmp_path: Path) -> None:
+    stack = train_plan(tpu=QUEUED_TPU)
+    holder: dict[str, Any] = {}
+    records, _ = mockengine.record(lambda: holder.update(build_workload(stack)), stack="test", project="test-project-123")
+    by_type = {r.type: r for r in records}
+    assert "kubernetes:ray.io/v1:RayCluster" not in by_type
+    ray_job = by_type["kubernetes:ray.io/v1:RayJob"]
+    assert ray_job.parent == by_type[component.RayTraining.TYPE].urn
+    assert {by_type["kubernetes:core/v1:ServiceAccount"].urn, by_type["gcp:artifactregistry/repository:Repository"].urn} <= set(
+        ray_job.dependencies
+    )
+    assert ray_job.options["deleteBeforeReplace"]
+    assert "ray_cluster" not in holder
+    assert holder["rayjob_status_command"] == "kubectl get rayjob llama3-8b-4096-v6e-4x4 -n test"
+    # The dashboard command finds the cluster KubeRay named: run it against a fake kubectl.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "kubectl"
+    fake.write_text(
+        '#!/bin/sh\nif [ "$1" = get ]; then [ "$*" = "get rayjob llama3-8b-4096-v6e-4x4 -n test -o '
+        'jsonpath={.status.rayClusterName}" ] && printf llama3-8b-4096-v6e-4x4-abcde; exit; fi\necho "$*"\n'
+    )
+    fake.chmod(0o755)
+    bash = shutil.which("bash")
+    assert bash is not None
+    done = subprocess.run(
+        [bash, "-c", 'eval "$CMD"'],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "CMD": holder["ray_dashboard_command"]},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "port-forward svc/llama3-8b-4096-v6e-4x4-abcde-head-svc 8265:8265 -n test"

@@ -182,7 +182,8 @@ def dests(manifests: Sequence[Mapping[str, Any]]) -> list[Dest]:
                         for c in containers
                         for p in c.get("ports") or []
                     ),
-                    owner=f"{obj['kind']}/{meta['name']}",
+                    # A RayJob's embedded cluster (rayClusterSpec) is a group like a RayCluster.
+                    owner=f"{obj['kind']}/{meta['name']}" + (":rayClusterSpec" if path[1:2] == ("rayClusterSpec",) else ""),
                     args=_plain(a for c in containers for a in [*(c.get("command") or []), *(c.get("args") or [])]),
                     env=tuple(
                         (e["name"], e["value"]) for c in containers for e in c.get("env") or [] if isinstance(e.get("value"), str)
@@ -250,7 +251,7 @@ def needed(manifests: Sequence[Mapping[str, Any]]) -> set[Need]:
                 admit([COLLECTOR], [dest], [_resolve(dest, endpoint["port"])])
 
     # One distributed program: every member reaches every other on every port.
-    for owner in {d.owner for d in all_dests if d.owner.split("/")[0] in GROUP_OWNERS}:
+    for owner in {d.owner for d in all_dests if d.owner.split("/")[0] in GROUP_OWNERS or d.owner.endswith(":rayClusterSpec")}:
         members = [d for d in all_dests if d.owner == owner]
         for dest in members:
             admit(map(as_source, members), [dest], probes(dest))

@@ -4,6 +4,7 @@ million output tokens and the ``estimate`` command."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from functools import cache
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components import planner
+from components import capacity, planner, stacks
 from components.capacity import resolve
 from components.catalog import tpu as tpu_catalog
 from components.catalog.models import MODELS
@@ -89,22 +90,55 @@ scenarios = st.tuples(st.integers(1, 4096), st.integers(1, 4096), st.integers(1,
 PROPERTY_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _estimate(model: str, slice_key: str, input_tokens: int, output_tokens: int, concurrency: int) -> perf.ServingEstimate:
+UNBOUNDED = perf.Server(10**9, "none (the KV cache alone bounds the batch)")
+"""A server whose only bound is the KV cache: the issue's properties are stated against it."""
+VLLM_TPU = perf.Server(256, "vLLM --max-num-seqs 256", step_token_budget=512)
+"""The calibration source's server flags (--max-num-seqs 256 --max-num-batched-tokens 512)."""
+
+
+def _estimate(
+    model: str,
+    slice_key: str,
+    input_tokens: int,
+    output_tokens: int,
+    concurrency: int,
+    server: perf.Server = UNBOUNDED,
+) -> perf.ServingEstimate:
     p = _plan(model, slice_key)
-    return perf.estimate(MODELS[model], p, perf.Scenario(input_tokens, output_tokens, concurrency), region="us-east5")
+    scenario = perf.Scenario(input_tokens, output_tokens, concurrency)
+    return perf.estimate(MODELS[model], p, scenario, server=server, region="us-east5")
+
+
+def _stack_config(stack: str) -> Any:
+    """A checked-in stack's validated config (no Pulumi program run)."""
+    return stacks.config_of(stacks.read_stack_file(stacks.stack_path(stack))).config
+
+
+def _decoder_bytes_per_chip(p: planner.Plan) -> int:
+    """The planner's weight bytes per chip (``Plan.memory.weights``) less its non-decoder arrays
+    (embedding, output projection, final norm): the layers every step must read."""
+    other = sum(
+        a.bytes_per_chip for name, a in p.arrays.items() if a.kind in ("weight", "scale") and not name.startswith("decoder/")
+    )
+    return p.memory.weights - other
 
 
 @PROPERTY_SETTINGS
-@given(st.sampled_from(PLANS), scenarios)
-def test_tpot_is_never_below_the_hbm_floor(where: tuple[str, str], scenario: tuple[int, int, int]) -> None:
-    """Every step reads at least the weights and the KV cache of the sequences in flight at the
-    catalog bandwidth: TPOT >= bytes read per step / HBM bandwidth."""
+@given(st.sampled_from(PLANS), scenarios, st.sampled_from((UNBOUNDED, VLLM_TPU)))
+def test_tpot_is_never_below_the_hbm_floor(where: tuple[str, str], scenario: tuple[int, int, int], server: perf.Server) -> None:
+    """Every step reads at least the decoder layers and the KV cache of the sequences decoding at
+    the catalog bandwidth, from the planner's own byte counts: a chip holds one pipeline stage's
+    layers (``Plan.memory.weights``) and a token passes every stage in turn, so TPOT >= stages x
+    (stage weights + its share of the KV) / HBM bandwidth."""
     model, key = where
-    e = _estimate(model, key, *scenario)
+    e = _estimate(model, key, *scenario, server=server)
     p = e.plan
-    layers, once = perf.weight_read_bytes(MODELS[model], p)
-    assert layers + once > 0
-    floor_bytes = layers + once + e.concurrency * (scenario[0] + scenario[1] / 2) * perf.kv_bytes_per_token_per_chip(p)
+    stages = int(p.sharding.flags.get("pipeline_parallel_size", 1))
+    assert (stages > 1) == (key == "v6e-4x4")  # the family includes a pipeline plan
+    kv_per_token = p.memory.kv_cache / (p.global_batch * p.max_target_length)  # per chip, its stage's layers
+    context = scenario[0] + scenario[1] / 2
+    floor_bytes = stages * _decoder_bytes_per_chip(p) + e.decoding * context * kv_per_token
+    assert floor_bytes > 0
     assert e.tpot_ms / 1000 >= floor_bytes / p.slice.generation.hbm_bandwidth_per_chip * (1 - 1e-9)
     assert e.tpot_ms >= e.hbm_floor_ms
 
@@ -126,10 +160,33 @@ def test_throughput_does_not_decrease_with_concurrency_until_the_cache_is_full(
         assert e_high.output_tokens_per_s == pytest.approx(e_low.output_tokens_per_s)
 
 
+@PROPERTY_SETTINGS
+@given(st.sampled_from(PLANS), scenarios, st.integers(1, 2048))
+def test_with_the_engine_limits_throughput_never_decreases_with_concurrency(
+    where: tuple[str, str], scenario: tuple[int, int, int], other: int
+) -> None:
+    """With vLLM's batch limit and step token budget too, more clients never lower the throughput;
+    past a bound the throughput stays and only the wait (TTFT) grows."""
+    model, key = where
+    input_tokens, output_tokens, a = scenario
+    low, high = sorted((a, other))
+    e_low = _estimate(model, key, input_tokens, output_tokens, low, VLLM_TPU)
+    e_high = _estimate(model, key, input_tokens, output_tokens, high, VLLM_TPU)
+    assert e_high.output_tokens_per_s >= e_low.output_tokens_per_s * (1 - 1e-9)
+    assert e_high.concurrency <= VLLM_TPU.batch_limit
+    assert e_high.max_concurrent_sequences == min(e_high.kv_cache_sequences, VLLM_TPU.batch_limit)
+
+
 SAME_LAYOUT = (
     # vLLM tensor parallel over every chip of one host: more chips, the same layout.
     ("llama3-8b", ("v6e-1x1", "v6e-2x2", "v6e-2x4-8t")),
 )
+"""Not here: the 70B vLLM multi-host family (v6e-4x4, 4x8, 8x8). Its layout is one pipeline stage
+per host with tensor parallelism inside the host (``test_the_multi_host_family_is_not_one_layout``),
+so more chips are more stages: a token passes every stage in turn and each stage adds a DCN
+hand-off, while a stage's HBM time shrinks only with its share of the layers. That is a different
+layout per slice (the pipeline degree changes), and more of it can be slower: not the issue's
+"more chips in the same layout"."""
 
 
 @PROPERTY_SETTINGS
@@ -147,21 +204,35 @@ def test_more_chips_in_the_same_layout_are_never_slower(
             assert big.tpot_ms <= small.tpot_ms * (1 + 1e-9)
 
 
-def test_cost_per_million_tokens_is_the_hourly_price_over_throughput() -> None:
-    e = _estimate("llama3.1-70b", "v6e-2x4-8t", 1000, 1000, 64)
-    hourly, per_million, spot = e.usd_per_hour, e.usd_per_million_output_tokens, e.usd_per_million_output_tokens_spot
-    assert hourly is not None
-    assert hourly == e.plan.slice.hourly_price("us-east5")
-    assert per_million == pytest.approx(hourly / (e.output_tokens_per_s * 3600) * 1e6)
-    assert spot is not None
+def test_the_multi_host_family_is_not_one_layout() -> None:
+    """Why SAME_LAYOUT leaves out the 70B vLLM multi-host slices: the pipeline degree (one stage per
+    host) changes with the slice, the tensor degree (chips per host) does not."""
+    flags = [dict(_plan("llama3.1-70b", k).sharding.flags) for k in ("v6e-4x4", "v6e-4x8", "v6e-8x8")]
+    assert [f["pipeline_parallel_size"] for f in flags] == [4, 8, 16]
+    assert {f["tensor_parallel_size"] for f in flags} == {4}
+
+
+def test_cost_per_replica_is_the_published_price_of_every_slice_it_occupies() -> None:
+    """v6e on-demand in us-east5 is $2.70 per chip-hour (Cloud TPU pricing, as the catalog): one
+    v6e 2x4 host is $21.60/h and the disaggregated llama2-70b-disagg replica (prefill + decode
+    slice) $43.20/h, the Cost line ``plan`` prints for that stack."""
+    config = _stack_config("llama2-70b-disagg")
+    scenario = planner.Scenario(1000, 1000, 64)
+    estimates, _ = capacity.estimate_slices(config, scenario)
+    (e,) = [x for x in estimates if x.plan.slice.key == "v6e-2x4-8t"]
+    assert e.server.disaggregated
+    assert e.usd_per_hour == pytest.approx(43.20)
+    per_million = e.usd_per_million_output_tokens
     assert per_million is not None
-    assert spot < per_million
+    assert per_million == pytest.approx(43.20 / (e.output_tokens_per_s * 3600) * 1e6)
+    single = _estimate("llama3.1-70b", "v6e-2x4-8t", 1000, 1000, 64, VLLM_TPU)
+    assert single.usd_per_hour == pytest.approx(21.60)
 
 
 def test_a_scenario_longer_than_the_cache_holds_no_sequence() -> None:
     p = _plan("llama3-8b", "v6e-1x1", 131072)
     with pytest.raises(planner.PlanError, match="holds no sequence"):
-        perf.estimate(MODELS["llama3-8b"], p, perf.Scenario(65536, 65536, 1), region="us-east5")
+        perf.estimate(MODELS["llama3-8b"], p, perf.Scenario(65536, 65536, 1), server=UNBOUNDED, region="us-east5")
 
 
 # --- config ----------------------------------------------------------------------------------------
@@ -267,6 +338,115 @@ def test_stacks_without_a_scenario_report_no_serving() -> None:
     assert "serving" not in report.plan_json(planned("llama-70b"))["capacity"]
 
 
+# --- engine limits: batch, step token budget, disaggregation ------------------------------------------
+
+
+def test_the_engine_batch_limit_caps_concurrency_whatever_the_kv_room() -> None:
+    """llama-405b-ironwood runs vLLM with --max-num-seqs 64 (workload.batchSize): asked for 512,
+    every slice serves 64 in flight, however many sequences its KV cache could hold."""
+    config = _stack_config("llama-405b-ironwood")
+    assert config.workload.batch_size == 64
+    estimates, _ = capacity.estimate_slices(config, planner.Scenario(1000, 1000, 512))
+    assert estimates
+    for e in estimates:
+        assert e.concurrency == e.max_concurrent_sequences == 64 < e.kv_cache_sequences
+        assert e.concurrency_limited_by == "batch_limit"
+        assert e.to_dict()["concurrency_limited_by"] == "batch_limit"
+    at_64, _ = capacity.estimate_slices(config, planner.Scenario(1000, 1000, 64))
+    by_key = {e.plan.slice.key: e.output_tokens_per_s for e in at_64}
+    for e in estimates:  # the same server, the same prediction as asking for 64
+        assert e.output_tokens_per_s == pytest.approx(by_key[e.plan.slice.key])
+
+
+def test_renderers_and_the_model_read_one_batch_limit() -> None:
+    """vLLM's --max-num-seqs and JetStream's per_device_batch_size come from the kind's spec
+    functions the serving model reads too."""
+    from components.workloads.jetstream import render as jetstream_render
+    from components.workloads.jetstream import spec as jetstream_spec
+    from components.workloads.vllm import render as vllm_render
+    from components.workloads.vllm import spec as vllm_spec
+
+    for stack in ("llama-70b", "llama-405b-ironwood"):
+        sp = resolve(_stack_config(stack))
+        limit = capacity.server_of(sp.config)(sp.slice).batch_limit
+        assert limit == vllm_spec.max_num_seqs(sp.config) == (sp.config.workload.batch_size or 128)
+        assert f"--max-num-seqs={limit}" in vllm_render.vllm_args(sp)
+    sp = resolve(_stack_config("llama2-70b-disagg"))
+    server = capacity.server_of(sp.config)(sp.slice)
+    assert server.batch_limit == jetstream_spec.decode_slots(sp.config, sp.slice) == 27 * 8
+    assert "per_device_batch_size=27" in jetstream_render.server_args(sp, "gs://b/c")
+
+
+def test_the_disaggregated_stack_is_one_replica_of_two_slices() -> None:
+    """llama2-70b-disagg: 216 decode slots (27 per device x 8), two slices per replica, the
+    prefill on its own slice; slices the stack's rules refuse are marked and ranked last."""
+    config = _stack_config("llama2-70b-disagg")
+    estimates, _ = capacity.estimate_slices(config, planner.Scenario(1000, 1000, 512))
+    (e,) = [x for x in estimates if x.plan.slice.key == "v6e-2x4-8t"]
+    assert e.max_concurrent_sequences == e.concurrency == 216 < e.kv_cache_sequences
+    assert e.concurrency_limited_by == "batch_limit"
+    assert e.to_dict()["slices_per_replica"] == 2
+    refused = [x for x in estimates if x.refused_by_config]
+    assert "v6e-2x2" in {x.plan.slice.key for x in refused}
+    assert all("8-chip slices" in (x.refused_by_config or "") for x in refused)
+    accepted = [x.refused_by_config is None for x in estimates]
+    assert accepted == sorted(accepted, reverse=True)  # accepted first
+    # The decode slice runs no prefill: its step is the interleaved step without the prompt tokens.
+    interleaved_server = dataclasses.replace(e.server, disaggregated=False)
+    interleaved = perf.estimate(MODELS["llama2-70b"], e.plan, e.scenario, server=interleaved_server, region="us-east5")
+    assert e.step.compute < interleaved.step.compute
+    assert e.tpot_ms < interleaved.tpot_ms
+
+
+def test_a_saturated_prefill_slice_bounds_the_disaggregated_throughput() -> None:
+    """Long prompts and short answers: the prefill slice admits one request per prefill, so the
+    throughput is output tokens / prefill time and the extra clients wait for their first token."""
+    config = _stack_config("llama2-70b-disagg")
+    estimates, _ = capacity.estimate_slices(config, planner.Scenario(1900, 8, 200))
+    (e,) = [x for x in estimates if x.plan.slice.key == "v6e-2x4-8t"]
+    f = FACTORS["maxtext"]
+    prefill = perf.prefill_seconds(MODELS["llama2-70b"], e.plan, e.scenario, f, f.step_compute_utilisation)
+    assert e.output_tokens_per_s == pytest.approx(8 / prefill)
+    assert e.ttft_ms / 1000 > 100 * prefill  # queued behind the other clients' prefills
+
+
+def test_the_step_token_budget_queues_prefill() -> None:
+    """3000 in / 100 out at concurrency 64 asks 64 x 31 tokens a step of a 512-token budget: the
+    throughput is the budget's (512 x 100 / 3100 output tokens a step) and TTFT carries the queue."""
+    bound = _estimate("llama3.1-70b", "v6e-2x4-8t", 3000, 100, 64, VLLM_TPU)
+    free = _estimate("llama3.1-70b", "v6e-2x4-8t", 3000, 100, 64, dataclasses.replace(VLLM_TPU, step_token_budget=None))
+    assert bound.step_token_budget_binds
+    assert not free.step_token_budget_binds
+    assert bound.to_dict()["step_token_budget_binds"] is True
+    assert bound.decoding == pytest.approx(512 * 100 / 3100)
+    assert bound.output_tokens_per_s == pytest.approx(512 * 100 / 3100 / bound.step.total)
+    assert bound.output_tokens_per_s < free.output_tokens_per_s
+    assert bound.ttft_ms > free.ttft_ms
+    more = _estimate("llama3.1-70b", "v6e-2x4-8t", 3000, 100, 80, VLLM_TPU)
+    assert more.output_tokens_per_s == pytest.approx(bound.output_tokens_per_s)
+    assert more.ttft_ms > bound.ttft_ms
+    # The calibration scenario (1000/1000 at 64 and 128) stays inside the budget.
+    assert not _estimate("llama3.1-70b", "v6e-2x4-8t", 1000, 1000, 128, VLLM_TPU).step_token_budget_binds
+
+
+def test_targets_met_separately_but_not_together_name_both_keys() -> None:
+    """One slice meets the TTFT target, another the TPOT target, none both: the error names both
+    keys and the best pair."""
+    config = _vllm_8b({"inputTokens": 1000, "outputTokens": 1000, "concurrency": 32, "ttftMs": 100, "tpotMs": 10})
+    a = _estimate("llama3-8b", "v6e-2x2", 1000, 1000, 32, VLLM_TPU)
+    b = _estimate("llama3-8b", "v6e-2x4-8t", 1000, 1000, 32, VLLM_TPU)
+    step = a.step
+    fast_first = dataclasses.replace(a, ttft_s=0.05, step=dataclasses.replace(step, hbm=0.02 - step.total + step.hbm))
+    fast_steps = dataclasses.replace(b, ttft_s=0.3, step=dataclasses.replace(b.step, hbm=0.008 - b.step.total + b.step.hbm))
+    assert fast_first.ttft_ms <= 100 < fast_steps.ttft_ms
+    assert fast_steps.tpot_ms <= 10 < fast_first.tpot_ms
+    message = str(capacity._missed_targets(config, (fast_first, fast_steps)))
+    assert "workload.serving.ttftMs" in message
+    assert "workload.serving.tpotMs" in message
+    assert "together by none" in message
+    assert "TTFT 50.0 ms with TPOT 20.0 ms (v6e-2x2)" in message  # the closer pair: 2x its TPOT target vs 3x its TTFT
+
+
 # --- estimate command ----------------------------------------------------------------------------------
 
 FIELDS = {
@@ -278,6 +458,12 @@ FIELDS = {
     "slice",
     "hosts",
     "meets_targets",
+    "concurrency_limited_by",
+    "kv_cache_sequences",
+    "batch_limit",
+    "step_token_budget_binds",
+    "slices_per_replica",
+    "refused_by_config",
 }
 
 
@@ -296,6 +482,18 @@ def test_estimate_cli_json() -> None:
     assert first["slice"] == "v6e-2x4-8t"
     published = next(r for r in PUBLISHED if r.concurrency == 64)
     assert abs(first["output_tokens_per_s"] / published.measured["output_tokens_per_s"] - 1) <= CALIBRATION_TOLERANCE
+
+
+@pytest.mark.slow
+def test_estimate_cli_says_the_batch_limit_applies() -> None:
+    args = ("estimate", "llama-405b-ironwood", "--input-tokens", "1000", "--output-tokens", "1000", "--concurrency", "512")
+    done = run_cli_process(*args)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "exceeds the server's batch limit, vLLM --max-num-seqs (workload.batchSize)" in text
+    assert "as the stack configures the server" in text
+    rows = json.loads(run_cli_process(*args, "--json").stdout)["slices"]
+    assert {(r["concurrency"], r["concurrency_limited_by"]) for r in rows} == {(64, "batch_limit")}
 
 
 @pytest.mark.slow

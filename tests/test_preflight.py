@@ -368,6 +368,18 @@ def test_flex_start_passes_on_the_on_demand_fallback_and_fails_without_either() 
     assert [r.what for r in by_status(neither, "fail")] == ["preemptible TPU quota 'Preemptible TPU v5 Lite Podslice chips'"]
 
 
+def test_flex_start_fallback_leaves_the_on_demand_tiers_their_quota() -> None:
+    # flexStart then onDemand: 64 chips each (2 x v5e 4x8). No preemptible quota, so flex-start needs the
+    # on-demand quota the onDemand tier already draws on.
+    config = saxml_config(capacity=[{"type": "flexStart"}, {"type": "onDemand"}])
+    short = results(config, clients(regions=region(PREEMPTIBLE_TPU_LITE_PODSLICE_V5=(0, 0), TPU_LITE_PODSLICE_V5=(96, 0))))
+    assert [r.what for r in by_status(short, "fail")] == ["preemptible TPU quota 'Preemptible TPU v5 Lite Podslice chips'"]
+    enough = results(config, clients(regions=region(PREEMPTIBLE_TPU_LITE_PODSLICE_V5=(0, 0), TPU_LITE_PODSLICE_V5=(128, 0))))
+    assert not by_status(enough, "fail")
+    flex = next(r for r in enough if r.what.startswith("preemptible"))
+    assert "(64 of it for the on-demand tiers)" in flex.have
+
+
 @pytest.mark.parametrize(
     ("changes", "need", "have"),
     [

@@ -17,8 +17,10 @@ from types import MappingProxyType
 from typing import Literal
 
 SRC_LLAMA3X_V6E = (
-    "AI-Hypercomputer/tpu-recipes inference/trillium/vLLM/Llama3.x/README.md (commit b709d734, 2026-04-08; "
-    "results added in PR #114 b005d564, 2025-12-03): vLLM TPU (vllm/vllm-tpu:v0.12.0) serving "
+    "AI-Hypercomputer/tpu-recipes inference/trillium/vLLM/Llama3.3/README.md at commit b005d564 (PR #114, "
+    "2025-12-03; the file is inference/trillium/vLLM/Llama3.x/README.md since 00c8229, same numbers through "
+    "b709d734, 2026-04-08): vLLM TPU (DOCKER_URI=vllm/vllm-tpu:nightly-20251129-28607fc-39e63de, the image the "
+    "numbers were measured with; the v0.12.0 pin came later in f2ae25f, 2025-12-10, without new numbers) serving "
     "meta-llama/Llama-3.3-70B-Instruct (the Llama 3.1 70B architecture) on one v6e 2x4 VM, tensor parallel 8, "
     "bf16, --max-model-len 2048 --max-num-batched-tokens 512 --max-num-seqs 256 --async-scheduling "
     "--no-enable-prefix-caching; `vllm bench serve --dataset-name random --ignore-eos --num-prompts 3000 "
@@ -58,6 +60,10 @@ class PublishedResult:
     role: Literal["calibration", "holdout"]
     reserve_fraction: float
     """HBM share the server left free: 1 - vLLM --gpu-memory-utilization."""
+    max_num_seqs: int
+    """The server's batch limit (vLLM --max-num-seqs)."""
+    max_num_batched_tokens: int | None
+    """The server's per-step token budget (vLLM --max-num-batched-tokens); None: none."""
 
 
 PUBLISHED: tuple[PublishedResult, ...] = (
@@ -76,6 +82,8 @@ PUBLISHED: tuple[PublishedResult, ...] = (
         measured=MappingProxyType({"output_tokens_per_s": 2494.80, "ttft_ms": 198.81, "tpot_ms": 25.35}),
         role="calibration",
         reserve_fraction=0.02,  # --gpu-memory-utilization 0.98
+        max_num_seqs=256,  # --max-num-seqs 256
+        max_num_batched_tokens=512,  # --max-num-batched-tokens 512
     ),
     PublishedResult(
         key="llama3.x-70b-v6e-2x4-vllm-1k1k-c128",
@@ -92,12 +100,22 @@ PUBLISHED: tuple[PublishedResult, ...] = (
         measured=MappingProxyType({"output_tokens_per_s": 3544.46, "ttft_ms": 229.09, "tpot_ms": 35.12}),
         role="holdout",
         reserve_fraction=0.02,  # --gpu-memory-utilization 0.98
+        max_num_seqs=256,  # --max-num-seqs 256
+        max_num_batched_tokens=512,  # --max-num-batched-tokens 512
     ),
 )
 """Published vLLM-TPU results. Searched (2026-11) and not usable: the tpu-recipes Llama 3.1 and
 DeepSeek-distilled Llama READMEs (placeholders ``xxxxxxx`` instead of numbers), the tpu-inference
 repository (benchmark case definitions, no results), the Qwen/Gemma recipes (models not in the
-model catalog). The calibration/holdout split is by concurrency: every factor below was chosen
+model catalog), and tpu-recipes ed1b224 (2025-02-27, ``inference/trillium/vLLM/README.md``:
+Llama-3.1-8B on v6e 2x2, 3459.46 output tok/s, median TTFT 13841.77 ms, mean TPOT 119.79 ms),
+examined and excluded: its load is a burst of 1000 ShareGPT prompts with no concurrency cap
+(``benchmark_serving.py --num-prompts 1000``, request rate unlimited), so TTFT is queueing behind
+the burst and no fixed input/output/concurrency scenario describes it (ShareGPT prompt lengths
+vary, ``--sharegpt-output-len 256``); it ran the old PyTorch/XLA vLLM TPU backend, not the
+tpu-inference backend the factors describe; and the guide says its numbers are illustrative ("the
+numbers vary based on the vllm version, the model size and the TPU instance type/size").
+The calibration/holdout split is by concurrency: every factor below was chosen
 on the concurrency-64 run only; the concurrency-128 run tests how the model scales with batch
 (KV bytes and amortised prefill per step grow, weight bytes do not)."""
 
@@ -119,8 +137,9 @@ ICI_BANDWIDTH_PER_CHIP: Mapping[str, int] = MappingProxyType(
 DCN_BANDWIDTH_PER_HOST = 100 * 10**9 // 8
 """Data-centre network bandwidth per TPU host for pipeline-stage hand-offs, bytes/s. ASSUMED:
 100 Gbps, the order of a TPU VM's network interface; no per-machine-type figure is in the
-catalog. Only multi-host vLLM layouts with pipeline > 1 use it, and there it is small beside
-the per-stage HBM time (a hand-off is tokens x d_model x 2 bytes)."""
+catalog. Multi-host vLLM layouts with pipeline > 1 use it for stage hand-offs (small beside the
+per-stage HBM time: a hand-off is tokens x d_model x 2 bytes), and disaggregated JetStream for a
+prompt's KV cache from the prefill slice to the decode slice (every host sending its share)."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +153,9 @@ class EfficiencyFactors:
     step_compute_utilisation: float
     """Share of peak FLOPs the matmuls of a decode step (decode tokens plus the prefill tokens
     interleaved into the same step by chunked prefill) achieve. ASSUMED: 0.50, MaxText's published
-    Llama 3.1 70B MFU on v6e (50.33%, SRC_MAXTEXT_TIERING), not fitted to a serving result."""
+    Llama 3.1 70B MFU on v6e (50.33%, SRC_MAXTEXT_TIERING), not fitted to a serving result. Also the
+    utilisation of a dedicated prefill slice (disaggregated serving: whole prompts, no decode batch
+    sharing the step), the same assumption."""
     prefill_utilisation: float
     """Effective share of peak FLOPs a new request's prefill achieves before its first token,
     queueing behind and interleaved with the running decode batch (vLLM chunked prefill,

@@ -90,6 +90,16 @@ SRC_FLEX_START_ZONES = (
     "Flex-start', copy dated 2025-08-19) adds v5e us-central1-a for its own queued resources, not GKE. tpu7x "
     "flex-start is allow-listed only (Compute Engine 'TPU machines'), so it has no zone here"
 )
+DWS_CAPACITY_TYPES = frozenset({"flexStart", "queuedProvisioning"})
+"""The Dynamic Workload Scheduler capacity types (``tpu.capacity[].type``): their pools scale from zero,
+consume no reservation, need a flex-start zone and this version floor, and run nodes for a bounded time
+(queued provisioning is "flex-start with queued provisioning", GKE provisioningrequest docs)."""
+DWS_MAX_RUN_HOURS = 168
+"""GKE's longest flex-start node run, 7 days (:data:`SRC_FLEX_START_ZONES`)."""
+QUEUED_NODE_LABEL = "cloud.google.com/gke-queued"
+"""Node label and taint key of queued-provisioning nodes: GKE taints them itself; the pool sets the label so
+workloads and Kueue's ResourceFlavor can select them (GoogleCloudPlatform/cluster-toolkit
+modules/compute/gke-node-pool/main.tf:69-75; kubernetes-engine-samples ai-ml/gke-ray/tpu/dws/dws-tpu-queue.yaml)."""
 FLEX_START_MIN_GKE_VERSION = "1.33.0-gke.1712000"
 """Oldest GKE version that runs flex-start (and so queued-provisioning) TPU node pools (:data:`SRC_FLEX_START_ZONES`)."""
 SRC_FLEX_START_PRICE = (
@@ -577,6 +587,19 @@ class TpuQuotas:
 
     def of(self, kind: QuotaKind) -> TpuQuota:
         return self.on_demand if kind == "on-demand" else self.preemptible
+
+
+QUOTA_KIND_BY_CAPACITY: Mapping[str, QuotaKind | None] = {
+    "onDemand": "on-demand",
+    "spot": "preemptible",
+    # Flex-start and queued provisioning (DWS) count against preemptible quota, falling back to on-demand
+    # quota when preemptible lacks (SRC_QUOTA_DWS).
+    "flexStart": "preemptible",
+    "queuedProvisioning": "preemptible",
+    # A pool that consumes a reservation needs no TPU quota (SRC_QUOTA_GKE).
+    "reservation": None,
+}
+"""The quota each capacity type (``tpu.capacity[].type``) draws on."""
 
 
 TPU_QUOTAS: Mapping[str, TpuQuotas] = MappingProxyType(

@@ -14,6 +14,7 @@ from components import crds, naming
 from components.catalog import tpu as tpu_catalog
 from components.config.base import BucketRole, Spec, machine_type_rules
 from components.config.errors import raise_rules, rule
+from components.config.rules import is_fallback_ladder
 from components.endpoints import covers_everyone
 
 LocationType = Literal["regional", "zonal"]
@@ -228,7 +229,8 @@ class CapacityTierSpec(Spec):
     max_run_hours: Annotated[int, Field(ge=1, le=168)] | None = Field(
         None,
         description="flexStart and queuedProvisioning only: hours a node may run before GKE reclaims it "
-        "(node_config.max_run_duration). Unset keeps GKE's default, the 7-day maximum (168).",
+        "(node_config.max_run_duration). Unset sends GKE's maximum, 7 days (168), because the field is "
+        "create-only and a value GKE filled in by itself would differ from the program's.",
     )
 
 
@@ -429,7 +431,7 @@ class TpuSpec(Spec):
                     )
                 )
         seen: dict[str, int] = {}
-        scale_from_zero = ("flexStart", "queuedProvisioning")
+        scale_from_zero = tpu_catalog.DWS_CAPACITY_TYPES
         gen = tpu_catalog.GENERATIONS.get(self.generation) if self.generation else None
         tpu_slice = self._slice_or_none()
         for i, tier in enumerate(self.capacity):
@@ -610,13 +612,23 @@ class TpuSpec(Spec):
     def nodes_max(self) -> int:
         return self.autoscaling.max_nodes if self.autoscaling else self.slice.hosts
 
+    def tier_holds(self, tier: int) -> bool:
+        """Whether the pool of capacity tier ``tier`` holds its slice (``nodes_min``..``nodes_max``) rather
+        than scaling from zero. Only a first tier does, and only when it is the stack's one tier (as
+        always) or a reservation (paid for whether used or not): in a fallback ladder an on-demand or
+        Spot first tier scales from zero too, so a stock-out on the first ``up`` leaves the ComputeClass
+        to try the next tier instead of failing the pool's creation. Flex-start and queued pools always
+        scale from zero, as GKE requires."""
+        first = self.tiers[0].type
+        if tier != 0 or first in tpu_catalog.DWS_CAPACITY_TYPES:
+            return False
+        return first == "reservation" or not is_fallback_ladder([t.type for t in self.tiers])
+
     def tier_nodes(self, tier: int) -> tuple[int, int]:
         """(min, max) nodes of one slice's pool in capacity tier ``tier`` (components/platform.py
-        ``pool_args``): the first tier holds the slice (``nodes_min``..``nodes_max``) unless it is
-        flex-start or queued, which scale from zero; every later tier is a fallback from zero."""
-        if tier == 0 and self.tiers[0].type not in ("flexStart", "queuedProvisioning"):
-            return self.nodes_min, self.nodes_max
-        return 0, self.nodes_max
+        ``pool_args``): ``nodes_min``..``nodes_max`` where the tier holds its slice (:meth:`tier_holds`),
+        else from zero."""
+        return (self.nodes_min, self.nodes_max) if self.tier_holds(tier) else (0, self.nodes_max)
 
 
 BUCKET_KEY_PATTERN = r"^[a-z0-9](?:[-_a-z0-9]{0,61}[a-z0-9])?$"

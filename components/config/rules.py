@@ -220,7 +220,7 @@ def flex_start_version_rules(key: str, version: str | None, tier_types: Sequence
     """A pinned cluster ``version`` (at ``key``) runs the flexStart / queuedProvisioning tiers: GKE's floor
     for flex-start TPU node pools (components/catalog/tpu.py FLEX_START_MIN_GKE_VERSION, SRC_FLEX_START_ZONES;
     queued provisioning is flex-start with queueing). Unset (the channel's default) is accepted."""
-    dws = [i for i, t in enumerate(tier_types) if t in ("flexStart", QUEUED_PROVISIONING)]
+    dws = [i for i, t in enumerate(tier_types) if t in tpu_catalog.DWS_CAPACITY_TYPES]
     minimum = tpu_catalog.FLEX_START_MIN_GKE_VERSION
     if not dws or version is None or tpu_catalog.gke_version_at_least(version, minimum):
         return []

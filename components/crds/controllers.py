@@ -333,6 +333,11 @@ CONTROLLERS: Mapping[str, Controller] = _by_name(
 )
 """Controllers this project installs (``components.controllers.HelmController``), by name."""
 
+def _ray_worker_hosts(cluster_spec: Mapping[str, Any]) -> int | None:
+    """Hosts of a Ray cluster spec's (first) worker group: one slice's pods."""
+    return next((g.get("numOfHosts") for g in cluster_spec.get("workerGroupSpecs", [])), None)
+
+
 MANAGED: Mapping[str, ManagedCustomResources] = _by_name(
     [
         ManagedCustomResources(
@@ -347,9 +352,7 @@ MANAGED: Mapping[str, ManagedCustomResources] = _by_name(
                     name_max_length=53,
                     name_rule="KubeRay MaxRayClusterNameLength: '<name>-serve-svc' <= 63",
                     schema="ray.io/RayCluster-v1.json",
-                    group_size=lambda obj: next(
-                        (g.get("numOfHosts") for g in obj.get("spec", {}).get("workerGroupSpecs", [])), None
-                    ),
+                    group_size=lambda obj: _ray_worker_hosts(obj.get("spec", {})),
                 ),
                 CustomResource(
                     "ray.io/v1",
@@ -358,6 +361,8 @@ MANAGED: Mapping[str, ManagedCustomResources] = _by_name(
                     name_max_length=47,
                     name_rule="KubeRay MaxRayJobNameLength: RayCluster '<name>-xxxxx' <= 53",
                     schema="ray.io/RayJob-v1.json",
+                    # A RayJob that brings its own cluster (rayClusterSpec): that cluster's worker group.
+                    group_size=lambda obj: _ray_worker_hosts(obj.get("spec", {}).get("rayClusterSpec") or {}),
                 ),
             ),
         ),

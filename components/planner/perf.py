@@ -6,24 +6,38 @@ catalog's HBM bandwidth and peak FLOPs per chip, with the efficiency factors of
 ``components/catalog/perf.py`` (calibrated on published vLLM-TPU results, each with its source).
 
 Steady state with ``c`` sequences in flight (``c`` = min(requested, what the KV cache holds at
-``input + output`` tokens each): every engine step (one output token per sequence) reads each
-chip's weights and the KV cache of its sequences (average context ``input + output / 2``), and
-runs the matmuls of ``c`` decode tokens plus the prefill tokens chunked prefill interleaves into
-the same step (``c x input / output`` on average: one new prompt per finished request). The step
-costs the HBM time plus the compute time (they are added, not overlapped: the published TPOT
-grows with concurrency faster than the bytes alone explain) plus the tensor-parallel
-all-reduces over ICI (two per layer) plus, with pipeline stages, the DCN hand-offs, plus the
-host's per-step overhead. With ``p`` pipeline stages each stage runs ``c / p`` sequences and a
-token passes all ``p`` stages. TTFT is the prompt's prefill (FLOPs at the prefill utilisation)
-plus half a step (a request waits for the running step). Throughput is
-``c x output / (TTFT + (output - 1) x TPOT)``, the request loop of ``vllm bench serve``.
+``input + output`` tokens each, the engine's batch limit: vLLM ``--max-num-seqs``, JetStream's
+decode slots, Saxml's batch; ``Server``): every engine step (one output token per sequence) reads
+each chip's weights and the KV cache of its sequences (average context ``input + output / 2``),
+and runs the matmuls of ``c`` decode tokens plus the prefill tokens chunked prefill interleaves
+into the same step (``c x input / output`` on average: one new prompt per finished request). The
+step costs the HBM time plus the compute time (they are added, not overlapped: the published TPOT
+grows with concurrency faster than the bytes alone explain) plus the tensor-parallel all-reduces
+over ICI (two per layer) plus, with pipeline stages, the DCN hand-offs, plus the host's per-step
+overhead. With ``p`` pipeline stages each stage runs ``c / p`` sequences and a token passes all
+``p`` stages. TTFT is the prompt's prefill (FLOPs at the prefill utilisation) plus half a step (a
+request waits for the running step), and at least one step (the first token is sampled at the end
+of the step that runs the prompt's last chunk). Throughput is ``c x output / (TTFT + (output - 1) x TPOT)``,
+the request loop of ``vllm bench serve``.
+
+vLLM's per-step token budget (``--max-num-batched-tokens`` B): when ``c x (1 + input / output)``
+exceeds B, a step runs B tokens and admits only what is left after the decode tokens, so requests
+complete at B / (input + output) per step at most (Little's law on the steady state: the decoding
+sequences are B x output / (input + output), the rest wait in the prefill queue) and TTFT grows
+by that queueing.
+
+Disaggregated serving (JetStream: a replica is a prefill slice and a decode slice of the same
+type): the decode slice runs decode-only steps of ``c`` sequences; the prefill slice runs one
+prompt at a time at the step compute utilisation (no decode batch shares it), then hands the
+prompt's KV cache to the decode slice over DCN; requests complete no faster than the prefill slice
+admits them (one per prefill), and the replica's price is both slices'.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from components.catalog.models import ModelArch
 from components.catalog.perf import (
@@ -57,6 +71,37 @@ class Scenario:
             raise PlanError(f"a scenario needs at least one input token, output token and request: {self}", "tokens")
 
 
+ConcurrencyLimit = Literal["requested", "kv_cache", "batch_limit"]
+"""What bounds the sequences in flight: the scenario's own concurrency, the KV cache room the memory
+plan leaves, or the engine's batch limit (``Server.batch_limit``)."""
+
+
+@dataclass(frozen=True)
+class Server:
+    """How the engine runs one replica, from the stack's settings (each kind's spec module:
+    ``serving_server``): what bounds its batch and which slices one replica occupies."""
+
+    batch_limit: int
+    """Most sequences the engine runs at once whatever the KV cache room: vLLM ``--max-num-seqs``,
+    JetStream's decode slots (``per_device_batch_size`` x devices of the decode slice), Saxml's
+    servable batch."""
+    batch_limit_source: str
+    """Where the limit comes from, for the report (e.g. ``vLLM --max-num-seqs (workload.batchSize)``)."""
+    step_token_budget: int | None = None
+    """Tokens one engine step schedules at most (vLLM ``--max-num-batched-tokens``); None: no
+    per-step token budget (JetStream and Saxml prefill a prompt whole)."""
+    disaggregated: bool = False
+    """A replica is a prefill slice plus a decode slice, both of the planned slice's type."""
+
+    def __post_init__(self) -> None:
+        if self.batch_limit < 1 or (self.step_token_budget is not None and self.step_token_budget < 1):
+            raise PlanError(f"a server runs at least one sequence and one token per step: {self}", "batch")
+
+    @property
+    def slices_per_replica(self) -> int:
+        return 2 if self.disaggregated else 1
+
+
 @dataclass(frozen=True)
 class StepTimes:
     """One engine step (one output token for every sequence in flight), seconds."""
@@ -79,10 +124,15 @@ class ServingEstimate:
 
     plan: Plan
     scenario: Scenario
+    server: Server
     concurrency: int
-    """Sequences in flight: min(requested, max_concurrent_sequences)."""
-    max_concurrent_sequences: int
+    """Sequences the clients keep in flight: min(requested, max_concurrent_sequences)."""
+    kv_cache_sequences: int
     """Sequences of ``input + output`` tokens the KV cache the memory plan leaves holds."""
+    concurrency_limited_by: ConcurrencyLimit
+    decoding: float
+    """Sequences decoding in a step: ``concurrency``, or fewer while the rest wait for prefill
+    (the step token budget or the prefill slice binds)."""
     step: StepTimes
     ttft_s: float
     output_tokens_per_s: float
@@ -91,6 +141,24 @@ class ServingEstimate:
     usd_per_hour_flex_start: float | None
     calibrated: bool
     """The engine's efficiency factors were calibrated on its own published results."""
+    refused_by_config: str | None = None
+    """Why the stack's own rules refuse this slice (``estimate`` lists it anyway, marked); None: accepted."""
+
+    @property
+    def max_concurrent_sequences(self) -> int:
+        """Sequences the replica runs at once: min(KV cache room, the engine's batch limit)."""
+        return min(self.kv_cache_sequences, self.server.batch_limit)
+
+    @property
+    def step_token_budget_binds(self) -> bool:
+        """The scenario asks more tokens per step than vLLM's --max-num-batched-tokens admits."""
+        budget = self.server.step_token_budget
+        s = self.scenario
+        return (
+            budget is not None
+            and not self.server.disaggregated
+            and (self.concurrency * (1 + s.input_tokens / s.output_tokens) > budget)
+        )
 
     @property
     def tpot_ms(self) -> float:
@@ -144,6 +212,13 @@ class ServingEstimate:
             "concurrency": self.concurrency,
             "requested_concurrency": self.scenario.concurrency,
             "max_concurrent_sequences": self.max_concurrent_sequences,
+            "kv_cache_sequences": self.kv_cache_sequences,
+            "batch_limit": self.server.batch_limit,
+            "batch_limit_source": self.server.batch_limit_source,
+            "concurrency_limited_by": self.concurrency_limited_by,
+            "step_token_budget": self.server.step_token_budget,
+            "step_token_budget_binds": self.step_token_budget_binds,
+            "slices_per_replica": self.server.slices_per_replica,
             "output_tokens_per_s": r(self.output_tokens_per_s, 1),
             "ttft_ms": r(self.ttft_ms),
             "tpot_ms": r(self.tpot_ms),
@@ -154,6 +229,7 @@ class ServingEstimate:
             "usd_per_million_output_tokens_flex_start": r(self.usd_per_million_output_tokens_flex_start, 4),
             "meets_targets": self.meets_targets,
             "calibrated": self.calibrated,
+            "refused_by_config": self.refused_by_config,
         }
 
 
@@ -236,19 +312,24 @@ def _gather_seconds(p: Plan, f: EfficiencyFactors) -> float:
     return (g - 1) * p.memory.weights / bandwidth
 
 
-def step_times(arch: ModelArch, p: Plan, s: Scenario, concurrency: int, f: EfficiencyFactors) -> StepTimes:
-    """One token for each of ``concurrency`` sequences: every pipeline stage runs its share."""
+def step_times(
+    arch: ModelArch, p: Plan, s: Scenario, decoding: float, f: EfficiencyFactors, *, prefill_tokens: float | None = None
+) -> StepTimes:
+    """One token for each of ``decoding`` sequences plus ``prefill_tokens`` prompt tokens (default:
+    chunked prefill's steady share, ``decoding x input / output``; 0 on a decode-only slice):
+    every pipeline stage runs its share."""
     gen = p.slice.generation
     stages = _axis_product(p, "layers")
-    per_stage = concurrency / stages
+    per_stage = decoding / stages
+    prefill = (decoding * s.input_tokens / s.output_tokens if prefill_tokens is None else prefill_tokens) / stages
     context = s.input_tokens + s.output_tokens / 2
     layer_weights, once = weight_read_bytes(arch, p)
     # Per stage: its layers' weights and its sequences' KV; once per step: the output projection.
     read = stages * (layer_weights + per_stage * context * kv_bytes_per_token_per_chip(p)) + once
-    tokens = per_stage * (1 + s.input_tokens / s.output_tokens)  # decode + interleaved prefill
+    tokens = per_stage + prefill  # decode + interleaved prefill
     prompt_context = s.input_tokens / 2  # causal prefill: a prompt token sees half the prompt on average
     flops = 2 * matmul_params(arch) * tokens + _attention_flops(arch, per_stage, context)
-    flops += _attention_flops(arch, per_stage * s.input_tokens / s.output_tokens, prompt_context)
+    flops += _attention_flops(arch, prefill, prompt_context)
     # A stage's chips share its work: total FLOPs of the stage's layers over the stage's chips.
     chips_per_stage = p.slice.chips / stages
     stage_flops = flops / stages / chips_per_stage
@@ -267,45 +348,90 @@ def step_times(arch: ModelArch, p: Plan, s: Scenario, concurrency: int, f: Effic
     )
 
 
-def prefill_seconds(arch: ModelArch, p: Plan, s: Scenario, f: EfficiencyFactors) -> float:
-    """One prompt through every stage at the prefill utilisation, with its all-reduces."""
+def prefill_seconds(arch: ModelArch, p: Plan, s: Scenario, f: EfficiencyFactors, utilisation: float | None = None) -> float:
+    """One prompt through every stage at ``utilisation`` of peak FLOPs (default: the prefill
+    utilisation, calibrated with a decode batch sharing the slice), with its all-reduces."""
     stages = _axis_product(p, "layers")
     flops = 2 * matmul_params(arch) * s.input_tokens + _attention_flops(arch, s.input_tokens, s.input_tokens / 2)
-    compute = stages * (flops / p.slice.chips) / (_peak_flops(p) * f.prefill_utilisation)
+    used = f.prefill_utilisation if utilisation is None else utilisation
+    compute = stages * (flops / p.slice.chips) / (_peak_flops(p) * used)
     return compute + stages * _allreduce_seconds(arch, p, s.input_tokens, f)
 
 
+def kv_handoff_seconds(p: Plan, s: Scenario, f: EfficiencyFactors) -> float:
+    """A prompt's KV cache from the prefill slice to the decode slice over DCN: every host of the
+    slice sends its chips' share at once."""
+    total = s.input_tokens * kv_bytes_per_token_per_chip(p) * p.slice.chips
+    return total / (DCN_BANDWIDTH_PER_HOST * p.slice.hosts) + f.dcn_latency_s
+
+
 def estimate(
-    arch: ModelArch, p: Plan, s: Scenario, *, region: str | None, factors: EfficiencyFactors | None = None
+    arch: ModelArch,
+    p: Plan,
+    s: Scenario,
+    *,
+    server: Server,
+    region: str | None,
+    factors: EfficiencyFactors | None = None,
 ) -> ServingEstimate:
-    """The serving estimate of scenario ``s`` on planned slice ``p`` (one replica)."""
+    """The serving estimate of scenario ``s`` on planned slice ``p`` (one replica of ``server``:
+    with disaggregation, ``p`` is each of its two slices)."""
     if p.mode != "serve":
         raise PlanError(f"a serving estimate needs a serving plan, not {p.mode}", "engine")
     f = factors if factors is not None else FACTORS[p.sharding.engine]
-    capacity = max_concurrent_sequences(p, s.input_tokens + s.output_tokens)
-    concurrency = min(s.concurrency, capacity)
-    if concurrency < 1:
+    room = max_concurrent_sequences(p, s.input_tokens + s.output_tokens)
+    if room < 1:
         raise PlanError(
             f"{p.slice.key}: the KV cache left after weights and reserve holds no sequence of "
             f"{s.input_tokens + s.output_tokens} tokens",
             "tokens",
         )
-    step = step_times(arch, p, s, concurrency, f)
-    ttft = prefill_seconds(arch, p, s, f) + step.total / 2
-    request = ttft + (s.output_tokens - 1) * step.total
+    concurrency = min(s.concurrency, room, server.batch_limit)
+    limited_by: ConcurrencyLimit = (
+        "requested" if concurrency == s.concurrency else "kv_cache" if room <= server.batch_limit else "batch_limit"
+    )
+    in_out = s.input_tokens + s.output_tokens
+    budget = server.step_token_budget
+    if server.disaggregated:
+        step = step_times(arch, p, s, concurrency, f, prefill_tokens=0.0)
+        prefill = prefill_seconds(arch, p, s, f, f.step_compute_utilisation)
+        ttft = prefill + kv_handoff_seconds(p, s, f) + step.total / 2
+        request = ttft + (s.output_tokens - 1) * step.total
+        # The prefill slice admits one request per prefill: past that, requests queue for it.
+        request = max(request, concurrency * prefill)
+        decoding = concurrency * min(1.0, s.output_tokens * step.total / request)
+    elif budget is not None and concurrency * in_out / s.output_tokens > budget:
+        # The budget binds: B tokens a step, B / (input + output) requests completed per step.
+        decoding = budget * s.output_tokens / in_out
+        step = step_times(arch, p, s, decoding, f, prefill_tokens=budget - decoding)
+        ttft = max(prefill_seconds(arch, p, s, f) + step.total / 2, step.total)
+        request = max(ttft + (s.output_tokens - 1) * step.total, concurrency * in_out / budget * step.total)
+    else:
+        decoding = concurrency
+        step = step_times(arch, p, s, concurrency, f)
+        ttft = max(prefill_seconds(arch, p, s, f) + step.total / 2, step.total)
+        request = ttft + (s.output_tokens - 1) * step.total
+    ttft = request - (s.output_tokens - 1) * step.total  # queueing for prefill lands before the first token
     throughput = concurrency * s.output_tokens / request
     tpu = p.slice
+
+    def per_replica(price: float | None) -> float | None:
+        return None if price is None else price * server.slices_per_replica
+
     return ServingEstimate(
         plan=p,
         scenario=s,
+        server=server,
         concurrency=concurrency,
-        max_concurrent_sequences=capacity,
+        kv_cache_sequences=room,
+        concurrency_limited_by=limited_by,
+        decoding=decoding,
         step=step,
         ttft_s=ttft,
         output_tokens_per_s=throughput,
-        usd_per_hour=tpu.hourly_price(region),
-        usd_per_hour_spot=tpu.hourly_price(region, spot=True),
-        usd_per_hour_flex_start=tpu.capacity_price(region, "flexStart"),
+        usd_per_hour=per_replica(tpu.hourly_price(region)),
+        usd_per_hour_spot=per_replica(tpu.hourly_price(region, spot=True)),
+        usd_per_hour_flex_start=per_replica(tpu.capacity_price(region, "flexStart")),
         calibrated=p.sharding.engine in CALIBRATED_ENGINES,
     )
 

@@ -5,7 +5,7 @@ the reasons the others were rejected: ``rank_slices``), the smallest that fits
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from components.catalog.models import ModelArch
@@ -13,7 +13,7 @@ from components.catalog.tpu import TpuSlice, all_slices
 from components.planner.errors import PlanError, PlanField
 from components.planner.fit import plan
 from components.planner.inputs import Workload
-from components.planner.perf import Scenario, ServingEstimate, estimate, rank_key
+from components.planner.perf import Scenario, Server, ServingEstimate, estimate, rank_key
 from components.planner.results import GB, MemoryPlan, Plan
 
 
@@ -135,17 +135,24 @@ def select_slice(
 
 
 def rank_by_token_cost(
-    arch: ModelArch, plans: Iterable[Plan], scenario: Scenario, *, region: str | None, spot: bool = False
+    arch: ModelArch,
+    plans: Iterable[Plan],
+    scenario: Scenario,
+    *,
+    server: Callable[[TpuSlice], Server],
+    region: str | None,
+    spot: bool = False,
 ) -> tuple[tuple[ServingEstimate, ...], tuple[str, ...]]:
     """(serving estimates of the fitting ``plans``, best first; one reason per plan that holds no
-    sequence of the scenario). Best: meets the scenario's TTFT/TPOT targets, then the lowest $ per
-    million output tokens (spot rate when ``spot``; unpriced last), then the highest throughput.
+    sequence of the scenario). ``server`` gives the engine's batch limit and slices per replica on
+    a slice (the stack's settings). Best: meets the scenario's TTFT/TPOT targets, then the lowest $
+    per million output tokens (spot rate when ``spot``; unpriced last), then the highest throughput.
     Per replica: $ per token does not depend on the replica count, so replicas stay as configured."""
     estimates: list[ServingEstimate] = []
     rejected: list[str] = []
     for p in plans:
         try:
-            estimates.append(estimate(arch, p, scenario, region=region))
+            estimates.append(estimate(arch, p, scenario, server=server(p.slice), region=region))
         except PlanError as exc:
             rejected.append(str(exc))
     return tuple(sorted(estimates, key=lambda e: rank_key(e, spot=spot))), tuple(rejected)

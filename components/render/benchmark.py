@@ -57,6 +57,8 @@ VERSION_FILE = "engine-version.txt"
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
 """Set by the Job controller on every pod of a Job (Kubernetes 1.27+, "Well-Known Labels": batch.kubernetes.io/controller-uid)."""
 READY_POLL_SECONDS = 10
+READY_REQUEST_TIMEOUT_SECONDS = 5
+"""Timeout of one health request; counted against the startup budget like the polls' sleeps."""
 BACKOFF_LIMIT = 1
 """One retry: a lost pod (node drain) is retried; a second failure is a real problem to read in the logs,
 not to repeat against the server."""
@@ -134,6 +136,8 @@ PREDICTED_KEYS = (
     "hbm_floor_ms",
     "concurrency",
     "max_concurrent_sequences",
+    "concurrency_limited_by",
+    "step_token_budget_binds",
     "usd_per_million_output_tokens",
     "calibrated",
 )
@@ -174,20 +178,28 @@ def scenario_record(plan: StackPlan, scenario: ServingSpec, client: BenchmarkCli
 
 
 def _wait_script(client: BenchmarkClient, namespace: str) -> str:
-    """Poll the health endpoint with the image's own Python (no extra image), bounded."""
-    attempts = max(1, -(-client.ready_timeout_seconds // READY_POLL_SECONDS))
+    """Poll the health endpoint with the image's own Python (no extra image), bounded by the
+    server's startup budget: a monotonic deadline ends the wait (each poll's request timeout counts
+    against it, so the attempts alone are only an upper bound), and the exit message reports the
+    seconds actually waited."""
+    budget = client.ready_timeout_seconds
+    attempts = max(1, -(-budget // READY_POLL_SECONDS))
+    timeout = min(READY_REQUEST_TIMEOUT_SECONDS, READY_POLL_SECONDS)
     url = f"{server_url(client.service, client.port, namespace)}{client.health_path}"
     return (
         "import sys, time, urllib.request\n"
+        "start = time.monotonic()\n"
         f"for attempt in range({attempts}):\n"
         "    try:\n"
-        f"        with urllib.request.urlopen({url!r}, timeout=5) as response:\n"
+        f"        with urllib.request.urlopen({url!r}, timeout={timeout}) as response:\n"
         "            if response.status == 200:\n"
         "                sys.exit(0)\n"
         "    except OSError as error:\n"
         "        print(f'server not ready ({error})', flush=True)\n"
+        f"    if time.monotonic() - start + {READY_POLL_SECONDS} > {budget}:\n"
+        "        break\n"
         f"    time.sleep({READY_POLL_SECONDS})\n"
-        f"sys.exit('server not ready after {attempts * READY_POLL_SECONDS} s')\n"
+        f"sys.exit(f'server not ready after {{time.monotonic() - start:.0f}} s (startup budget {budget} s)')\n"
     )
 
 

@@ -45,12 +45,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from components import naming
+from components.catalog import tpu as tpu_catalog
 from components.config.rules import QUEUED_PROVISIONING, is_fallback_ladder
 from components.crds.controllers import group_size
-from components.render.core import common_labels, get_path, pod_template_paths
+from components.render.core import common_labels, get_path, pod_template_paths, with_path
 
 if TYPE_CHECKING:
-    from components.config.platform import CapacityTierSpec
     from components.config.stack import StackConfig
 
 COMPUTE_CLASS_API = "cloud.google.com/v1"
@@ -73,7 +73,7 @@ PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 """``AdmissionCheck.spec.controllerName`` of Kueue's ProvisioningRequest admission check."""
 QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
 """``ProvisioningRequestConfig.spec.provisioningClassName`` of GKE's queued provisioning (DWS)."""
-QUEUED_NODE_KEY = "cloud.google.com/gke-queued"
+QUEUED_NODE_KEY = tpu_catalog.QUEUED_NODE_LABEL
 """Taint key GKE puts on queued-provisioning nodes (the sample's workers tolerate it), and the node
 label (value "true") the stack's queued pools carry (``components/tpu_pool.py`` QUEUED_LABEL, after
 GoogleCloudPlatform/cluster-toolkit modules/compute/gke-node-pool/main.tf)."""
@@ -99,6 +99,8 @@ EXCLUSIVE_ANNOTATIONS: Mapping[str, tuple[str, ...]] = {
     "JobSet": (JOBSET_EXCLUSIVE,),
 }
 """Per kind, the exclusive-placement annotations; the first is the one added where none is set."""
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+"""Pod label KubeRay sets to the RayCluster's name (RayClusterLabelKey, below)."""
 RAY_REPLICA_LABEL = "ray.io/worker-group-replica-name"
 """Pod label KubeRay gives each replica of a multi-host worker group (ray-project/kuberay
 ``ray-operator/controllers/ray/utils/constant.go`` RayWorkerReplicaNameKey; feature RayMultiHostIndexing,
@@ -170,8 +172,7 @@ def has_queue(config: StackConfig) -> bool:
 
 def tier_pools(config: StackConfig, tier_index: int) -> list[str]:
     """Every slice's pool in tier ``tier_index`` (``tpu-slice-0``, ``tpu-slice-1-flex``, …)."""
-    tier: CapacityTierSpec = config.tpu.tiers[tier_index]
-    return [naming.node_pool_name(i, tier_index, tier.type) for i in range(config.tpu.slices)]
+    return [name for _, t, name in config.tier_pools() if t == tier_index]
 
 
 def _name(config: StackConfig, suffix: str) -> str:
@@ -406,12 +407,22 @@ def _ray_group_affinity(obj: Mapping[str, Any], path: tuple[str | int, ...], tem
     group = get_path(obj, path[:-1])
     if not isinstance(group, Mapping) or (group.get("numOfHosts") or 1) <= 1:
         return template
-    cluster = (obj.get("metadata") or {}).get("name")
-    term = {
-        "labelSelector": {"matchLabels": {"ray.io/cluster": cluster, "ray.io/group": group.get("groupName")}},
-        "matchLabelKeys": [RAY_REPLICA_LABEL],
-        "topologyKey": NODEPOOL_LABEL,
-    }
+    if obj.get("kind") == "RayJob":
+        # A RayJob's own cluster is named by KubeRay ("<rayjob>-<5 random characters>", ray-operator
+        # utils/util.go GenerateRayClusterName), unknown here: the cluster label's value comes from each
+        # pod itself (matchLabelKeys; a key may not be in both it and the labelSelector).
+        term: dict[str, Any] = {
+            "labelSelector": {"matchLabels": {"ray.io/group": group.get("groupName")}},
+            "matchLabelKeys": [RAY_CLUSTER_LABEL, RAY_REPLICA_LABEL],
+            "topologyKey": NODEPOOL_LABEL,
+        }
+    else:
+        cluster = (obj.get("metadata") or {}).get("name")
+        term = {
+            "labelSelector": {"matchLabels": {RAY_CLUSTER_LABEL: cluster, "ray.io/group": group.get("groupName")}},
+            "matchLabelKeys": [RAY_REPLICA_LABEL],
+            "topologyKey": NODEPOOL_LABEL,
+        }
     spec = dict(template.get("spec") or {})
     affinity = dict(spec.get("affinity") or {})
     pod_affinity = dict(affinity.get("podAffinity") or {})
@@ -422,20 +433,6 @@ def _ray_group_affinity(obj: Mapping[str, Any], path: tuple[str | int, ...], tem
     affinity["podAffinity"] = pod_affinity
     spec["affinity"] = affinity
     return {**template, "spec": spec}
-
-
-def _set_path(obj: Any, path: tuple[str | int, ...], value: Any) -> Any:
-    """A copy of ``obj`` with ``value`` at ``path`` (containers along the path copied, the rest shared)."""
-    if not path:
-        return value
-    head, rest = path[0], path[1:]
-    if isinstance(obj, list):
-        out_list = list(obj)
-        out_list[int(head)] = _set_path(obj[int(head)], rest, value)
-        return out_list
-    out = dict(obj)
-    out[head] = _set_path(obj[head], rest, value)
-    return out
 
 
 def apply_scheduling(obj: Mapping[str, Any], config: StackConfig) -> dict[str, Any]:
@@ -463,7 +460,7 @@ def apply_scheduling(obj: Mapping[str, Any], config: StackConfig) -> dict[str, A
                 template = _ray_group_affinity(obj, path, template)
         if queue:
             template = _queued_template(template)
-        out = dict(_set_path(out, path, template))
+        out = dict(with_path(out, path, lambda _old, new=template: new))
     metadata = dict(out.get("metadata") or {})
     if ladder and obj.get("kind") in EXCLUSIVE_ANNOTATIONS and (group_size(obj) or 1) > 1:
         annotations = dict(metadata.get("annotations") or {})

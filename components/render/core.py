@@ -100,17 +100,17 @@ def get_path(obj: Any, path: tuple[str | int, ...]) -> Any:
     return obj
 
 
-def _with_path(obj: Any, path: tuple[str | int, ...], update: Any) -> Any:
+def with_path(obj: Any, path: tuple[str | int, ...], update: Any) -> Any:
     """A copy of ``obj`` with the value at ``path`` replaced by ``update(old)``; other values shared."""
     if not path:
         return update(obj)
     head, rest = path[0], path[1:]
     if isinstance(obj, list):
         copy_list = list(obj)
-        copy_list[int(head)] = _with_path(obj[int(head)], rest, update)
+        copy_list[int(head)] = with_path(obj[int(head)], rest, update)
         return copy_list
     copy_dict = dict(obj)
-    copy_dict[head] = _with_path(obj[head], rest, update)
+    copy_dict[head] = with_path(obj[head], rest, update)
     return copy_dict
 
 
@@ -149,5 +149,5 @@ def with_baseline_security(obj: Mapping[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = dict(obj)
     for path in pod_template_paths(obj):
-        out = _with_path(out, path, _secure_template)
+        out = with_path(out, path, _secure_template)
     return out

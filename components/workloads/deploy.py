@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import pulumi
@@ -29,7 +29,12 @@ class Deploy(Protocol):
 
 
 def deploy_workload(
-    stack: StackPlan, *, cluster: GkeCluster, identity: WorkloadIdentity, buckets: Mapping[str, StackBucket]
+    stack: StackPlan,
+    *,
+    cluster: GkeCluster,
+    identity: WorkloadIdentity,
+    buckets: Mapping[str, StackBucket],
+    pools: Sequence[pulumi.Resource] = (),
 ) -> Mapping[str, pulumi.Input[Any]]:
     """Create the workload's components; return the stack outputs it adds (endpoint, commands, …)."""
     module_name, _, function = stack.config.kind_info.deploy.partition(":")
@@ -40,7 +45,7 @@ def deploy_workload(
         # (components/scheduling.py). One tier: nothing, so the plan is unchanged.
         CapacityScheduling(
             "capacity-scheduling",
-            CapacitySchedulingArgs(config=stack.config, provider=cluster.provider, namespace_ready=[identity]),
+            CapacitySchedulingArgs(config=stack.config, provider=cluster.provider, namespace_ready=[identity], pools=pools),
         ).attach()
     outputs = deploy(stack, cluster=cluster, identity=identity, buckets=buckets)
     scenario = serving_scenario(stack.config)

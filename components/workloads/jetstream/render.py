@@ -39,6 +39,7 @@ from components.workloads.jetstream.spec import (
     RM_PORT,
     WORKER_PORT,
     JetstreamSpec,
+    per_device_batch_size,
     settings,
 )
 
@@ -216,7 +217,7 @@ def server_args(stack: StackPlan, checkpoint: str) -> list[str]:
     kv_int8 = (workload.kv_cache or workload.weights) == "int8"
     flags = stack.flags
     ici = [f"{key}={flags[key]}" for key in ("ici_fsdp_parallelism", "ici_autoregressive_parallelism", "ici_tensor_parallelism")]
-    batch = f"per_device_batch_size={_number(workload.per_device_batch_size or 1)}"
+    batch = f"per_device_batch_size={_number(per_device_batch_size(config))}"
     lengths = [
         f"max_prefill_predict_length={workload.max_prefill_length}",
         f"max_target_length={workload.max_target_length}",

@@ -27,8 +27,10 @@ from components.catalog import gce
 from components.config.base import BucketNeed, PinnedImage, Spec, machine_type_rules
 from components.config.errors import raise_rules, rule
 from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
+from components.planner.perf import Server
 
 if TYPE_CHECKING:
+    from components.catalog.tpu import TpuSlice
     from components.config.stack import StackConfig
 
 PATHWAYS_IMAGES = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways"
@@ -348,3 +350,25 @@ class JetstreamWorkload(WorkloadBase):
 def settings(config: StackConfig) -> JetstreamSpec:
     """This kind's settings section of ``config`` (TypeError for a stack of another kind)."""
     return workload_as(config.workload, JetstreamWorkload).jetstream
+
+
+def per_device_batch_size(config: StackConfig) -> float:
+    """MaxText ``per_device_batch_size`` of the server: ``workload.perDeviceBatchSize`` (required
+    by this kind's rules; 1 only for a config those rules have not checked)."""
+    return config.workload.per_device_batch_size or 1
+
+
+def decode_slots(config: StackConfig, tpu: TpuSlice) -> int:
+    """Sequences one JetStream server decodes at once on (decode) slice ``tpu``: MaxText's decode
+    batch is ``per_device_batch_size`` x JAX devices (``jax_devices_per_chip`` per chip)."""
+    return max(1, int(per_device_batch_size(config) * tpu.chips * tpu.generation.jax_devices_per_chip))
+
+
+def serving_server(config: StackConfig, tpu: TpuSlice) -> Server:
+    """How JetStream runs one replica on ``tpu``: its decode slots bound the batch; disaggregated,
+    a replica is a prefill slice and a decode slice of ``tpu``'s type."""
+    return Server(
+        batch_limit=decode_slots(config, tpu),
+        batch_limit_source="JetStream decode slots (workload.perDeviceBatchSize x devices)",
+        disaggregated=settings(config).mode == "disaggregated",
+    )

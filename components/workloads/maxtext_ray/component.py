@@ -18,6 +18,9 @@ Two components:
   not patched, when their spec changes: KubeRay does not roll existing Ray pods on a template
   change and does not re-run a finished RayJob, so an in-place update would silently keep the old
   image or arguments. Changing the run name (or any MaxText argument) therefore starts a new run.
+  Under queued provisioning there is no standalone RayCluster: the RayJob embeds the cluster spec,
+  Kueue admits it through a ProvisioningRequest, and KubeRay deletes the cluster (and so frees the
+  queued TPU nodes) when the job ends (``render.embeds_cluster``, ``render._cluster_source``).
 """
 
 from __future__ import annotations
@@ -87,7 +90,8 @@ class TrainingImageRepository(pulumi.ComponentResource):
 class RayTraining(pulumi.ComponentResource):
     TYPE = "gke-tpu-llm:maxtext_ray:RayTraining"
 
-    ray_cluster: pulumi.CustomResource
+    ray_cluster: pulumi.CustomResource | None
+    """The standalone RayCluster; None when the RayJob embeds its cluster (queued provisioning)."""
     ray_job: pulumi.CustomResource
 
     def __init__(
@@ -100,30 +104,38 @@ class RayTraining(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(self.TYPE, name, None, opts)
-        self.ray_cluster = k8s_objects.create(
-            render.render_ray_cluster(stack),
-            f"{name}-cluster",
-            # The pods mount the bucket as the KSA and pull the image through the node grant.
-            pulumi.ResourceOptions(
-                parent=self,
-                provider=cluster.provider,
-                depends_on=list(depends_on),
-                replace_on_changes=["spec"],
-                delete_before_replace=True,
-            ),
-        )
+        # The pods mount the bucket as the KSA and pull the image through the node grant: whichever
+        # object creates them waits for those.
+        job_after: list[pulumi.Resource] = list(depends_on)
+        self.ray_cluster = None
+        if not render.embeds_cluster(stack.config):
+            self.ray_cluster = k8s_objects.create(
+                render.render_ray_cluster(stack),
+                f"{name}-cluster",
+                pulumi.ResourceOptions(
+                    parent=self,
+                    provider=cluster.provider,
+                    depends_on=list(depends_on),
+                    replace_on_changes=["spec"],
+                    delete_before_replace=True,
+                ),
+            )
+            job_after = [self.ray_cluster]
         self.ray_job = k8s_objects.create(
             render.render_ray_job(stack),
             f"{name}-job",
             pulumi.ResourceOptions(
                 parent=self,
                 provider=cluster.provider,
-                depends_on=[self.ray_cluster],
+                depends_on=job_after,
                 replace_on_changes=["spec"],
                 delete_before_replace=True,
             ),
         )
-        self.register_outputs({"ray_cluster": render.CLUSTER_NAME, "ray_job": render.run_name(stack)})
+        outputs = {"ray_job": render.run_name(stack)}
+        if self.ray_cluster is not None:
+            outputs = {"ray_cluster": render.CLUSTER_NAME, **outputs}
+        self.register_outputs(outputs)
 
 
 def deploy(
@@ -137,17 +149,20 @@ def deploy(
     # Default-deny ingress for the namespace plus the flows the workload declares (render.network_intents).
     network_policies(
         "network-policies",
-        [render.render_ray_cluster(stack), render.render_ray_job(stack)],
+        render.render_objects(stack),
         render.network_intents(stack),
         namespace=config.namespace,
         stack=config.stack,
         cluster=cluster,
         depends_on=[identity],
     )
+    # A RayJob's own cluster has no fixed name (KubeRay picks it): no ray_cluster output then; the
+    # status command shows it ("ray cluster name" column) and the dashboard command looks it up.
+    cluster_output = {} if render.embeds_cluster(config) else {"ray_cluster": f"{identity.namespace}/{render.CLUSTER_NAME}"}
     return {
         "training_image": image.image,
         "image_build_command": image.build_command,
-        "ray_cluster": f"{identity.namespace}/{render.CLUSTER_NAME}",
+        **cluster_output,
         "rayjob": f"{identity.namespace}/{render.run_name(stack)}",
         "rayjob_status_command": render.status_command(stack),
         "rayjob_logs_command": render.logs_command(stack),

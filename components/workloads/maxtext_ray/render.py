@@ -10,7 +10,8 @@ Facts from the upstream tutorial (GoogleCloudPlatform/kubernetes-engine-samples
   4 x 4 by hand in four places);
 * the image is the project's own, referenced by a content-derived tag, never ``:latest``;
 * the job is a declarative ``RayJob`` on the stack's ``RayCluster`` (``clusterSelector``) instead of
-  a ``ray job submit`` from a laptop through a port-forward;
+  a ``ray job submit`` from a laptop through a port-forward; under queued provisioning the RayJob
+  carries the same cluster spec itself (``embeds_cluster``, ``render_ray_job``);
 * the head fits the CPU system pool (upstream asks for 8 CPU), TPU workers tolerate the
   ``google.com/tpu`` taint explicitly, and upstream's unused ``gcs-fuse-cache`` volume (a name the
   GCS FUSE sidecar never looks for) is left out.
@@ -30,13 +31,17 @@ from components import naming
 from components.capacity import StackPlan, workload_of
 from components.catalog.models import MODELS
 from components.catalog.tpu import TPU_RESOURCE, TpuSlice
+from components.config.rules import QUEUED_PROVISIONING
 from components.config.stack import StackConfig
 from components.render import netpol
 from components.render.core import common_labels, with_baseline_security
 from components.workloads.maxtext_ray.spec import settings
 
 CLUSTER_NAME = "maxtext-tpu-cluster"
-"""RayCluster name (upstream's); KubeRay names the head Service ``<name>-head-svc``."""
+"""RayCluster name (upstream's); KubeRay names the head Service ``<name>-head-svc``. Only the standalone
+cluster has it: a cluster a RayJob creates is named ``<rayjob>-<5 random characters>`` by KubeRay
+(ray-project/kuberay ``ray-operator/controllers/ray/utils/util.go`` GenerateRayClusterName) and is
+found through the RayJob's ``status.rayClusterName``."""
 HEAD_SERVICE = f"{CLUSTER_NAME}-head-svc"
 WORKER_GROUP = "tpu-group"
 DATA_MOUNT = "/data"
@@ -66,6 +71,14 @@ IMAGE_FILES = ("Dockerfile", "requirements.txt", "maxtext_ray_trainer.py")
 TPU_TOLERATION = {"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 # KubeRay's default submitter resources (ray-operator common/job.go GetDefaultSubmitterTemplate).
 SUBMITTER_RESOURCES = {"requests": {"cpu": "500m", "memory": "200Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+CLUSTER_TTL_SECONDS = 0
+"""``ttlSecondsAfterFinished`` of a RayJob that embeds its cluster: how long KubeRay keeps the cluster
+after the job ends. It deletes only the RayCluster, never the RayJob ("TTLSecondsAfterFinished is the TTL
+to clean up RayCluster", ``ray-operator/apis/ray/v1/rayjob_types.go``; ``handleShutdownAfterJobFinishes``
+in ``rayjob_controller.go`` keeps the submitter Job "so that users can still access the driver logs"),
+so the object Pulumi created stays and ``pulumi up`` does not recreate and re-run it (the reason the
+JetStream converter Job has no TTL). 0 because every further second bills the whole slice, and
+nothing is lost: the driver log stays in the submitter Job, checkpoints and metrics in the bucket."""
 
 
 # ---------------------------------------------------------------- image
@@ -244,7 +257,17 @@ def _pod_template(stack: StackPlan, component: str, spec: dict[str, Any]) -> dic
     }
 
 
-def render_ray_cluster(stack: StackPlan) -> dict[str, Any]:
+def embeds_cluster(config: StackConfig) -> bool:
+    """The RayJob carries its own cluster (``spec.rayClusterSpec``) instead of using the standalone
+    RayCluster: under DWS queued provisioning (the stack's first tier), where Kueue must admit the
+    RayJob, not a long-lived cluster (``render_ray_job``)."""
+    return config.tpu.tiers[0].type == QUEUED_PROVISIONING
+
+
+def ray_cluster_spec(stack: StackPlan) -> dict[str, Any]:
+    """The cluster's ``spec`` (CPU head, one multi-host TPU worker group): the standalone RayCluster's,
+    or the RayJob's ``rayClusterSpec`` (``embeds_cluster``). Without the baseline security, which the
+    object that holds it gets (``with_baseline_security`` finds the templates in either kind)."""
     config = stack.config
     spec = settings(config)
     tpu_slice = stack.slice
@@ -284,6 +307,28 @@ def render_ray_cluster(stack: StackPlan) -> dict[str, Any]:
         ],
     }
     slices = config.tpu.slices
+    return {
+        "rayVersion": spec.image.ray_version,
+        "headGroupSpec": {"rayStartParams": {}, "template": _pod_template(stack, "ray-head", head)},
+        "workerGroupSpecs": [
+            {
+                "groupName": WORKER_GROUP,
+                # One replica per slice, each a multi-host group that KubeRay scales atomically.
+                "replicas": slices,
+                "minReplicas": slices,
+                "maxReplicas": slices,
+                "numOfHosts": tpu_slice.hosts,
+                "rayStartParams": {},
+                "template": _pod_template(stack, "ray-worker", worker),
+            }
+        ],
+    }
+
+
+def render_ray_cluster(stack: StackPlan) -> dict[str, Any]:
+    """The standalone RayCluster the RayJob submits to (``clusterSelector``); none when the RayJob
+    embeds its cluster (``embeds_cluster``)."""
+    config = stack.config
     ray_cluster: dict[str, Any] = {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
@@ -292,24 +337,33 @@ def render_ray_cluster(stack: StackPlan) -> dict[str, Any]:
             "namespace": config.namespace,
             "labels": common_labels(config.stack, "ray-cluster"),
         },
-        "spec": {
-            "rayVersion": spec.image.ray_version,
-            "headGroupSpec": {"rayStartParams": {}, "template": _pod_template(stack, "ray-head", head)},
-            "workerGroupSpecs": [
-                {
-                    "groupName": WORKER_GROUP,
-                    # One replica per slice, each a multi-host group that KubeRay scales atomically.
-                    "replicas": slices,
-                    "minReplicas": slices,
-                    "maxReplicas": slices,
-                    "numOfHosts": tpu_slice.hosts,
-                    "rayStartParams": {},
-                    "template": _pod_template(stack, "ray-worker", worker),
-                }
-            ],
-        },
+        "spec": ray_cluster_spec(stack),
     }
     return with_baseline_security(ray_cluster)
+
+
+def _cluster_source(stack: StackPlan) -> dict[str, Any]:
+    """Where the RayJob runs: on the standalone RayCluster, or on a cluster of its own.
+
+    Under queued provisioning the RayJob embeds the cluster and shuts it down when the job ends, as
+    GKE's sample does (GoogleCloudPlatform/kubernetes-engine-samples
+    ``ai-ml/gke-ray/tpu/dws/rayjob-tpu-v6e-dws.yaml``, commit aa1e155: a RayJob with ``rayClusterSpec``,
+    ``shutdownAfterJobFinishes: true`` and the queue label). A standalone RayCluster would be admitted
+    by Kueue once and then outlive the job, its TPU hosts billed until GKE reclaims them at
+    ``maxRunHours``; after that KubeRay recreates the workers, which fit only on a queued pool, and
+    nothing asks for a new ProvisioningRequest, so they stay Pending. The RayJob is what Kueue
+    suspends, admits through the ProvisioningRequest and, when it finishes, releases with its nodes.
+    Kueue's RayJob webhook requires exactly this shape of a queued RayJob: ``rayClusterSpec`` and no
+    ``clusterSelector`` ("a kueue managed job should not use an existing cluster"), and
+    ``shutdownAfterJobFinishes`` ("a kueue managed job should delete the cluster after finishing"),
+    kubernetes-sigs/kueue ``pkg/controller/jobs/rayjob/rayjob_webhook.go`` at v0.19.2."""
+    if not embeds_cluster(stack.config):
+        return {"clusterSelector": {"ray.io/cluster": CLUSTER_NAME}}
+    return {
+        "rayClusterSpec": ray_cluster_spec(stack),
+        "shutdownAfterJobFinishes": True,
+        "ttlSecondsAfterFinished": CLUSTER_TTL_SECONDS,
+    }
 
 
 def render_ray_job(stack: StackPlan) -> dict[str, Any]:
@@ -320,12 +374,13 @@ def render_ray_job(stack: StackPlan) -> dict[str, Any]:
         "kind": "RayJob",
         "metadata": {"name": run_name(stack), "namespace": config.namespace, "labels": labels},
         "spec": {
-            "clusterSelector": {"ray.io/cluster": CLUSTER_NAME},
+            **_cluster_source(stack),
             "entrypoint": entrypoint(stack),
             # A Kubernetes Job runs `ray job submit` and then follows the logs (kubectl logs job/<name>).
             "submissionMode": "K8sJobMode",
             # Explicit, because KubeRay releases before v1 fell back to rayproject/ray:latest for the
             # submitter of a clusterSelector job; this is the head's image, as current KubeRay does.
+            # Kueue admits the submitter with the cluster (its "submitter" pod set, on the system flavor).
             "submitterPodTemplate": {
                 "metadata": {"labels": dict(labels)},
                 "spec": {
@@ -344,6 +399,14 @@ def render_ray_job(stack: StackPlan) -> dict[str, Any]:
     return with_baseline_security(ray_job)
 
 
+def render_objects(stack: StackPlan) -> list[dict[str, Any]]:
+    """Every Ray object of the stack: the RayCluster and the RayJob, or the RayJob alone when it embeds
+    its cluster."""
+    if embeds_cluster(stack.config):
+        return [render_ray_job(stack)]
+    return [render_ray_cluster(stack), render_ray_job(stack)]
+
+
 # ---------------------------------------------------------------- user commands
 
 
@@ -357,7 +420,14 @@ def logs_command(stack: StackPlan) -> str:
 
 
 def dashboard_command(stack: StackPlan) -> str:
-    return f"kubectl port-forward svc/{HEAD_SERVICE} {DASHBOARD_PORT}:{DASHBOARD_PORT} -n {stack.config.namespace}"
+    """Port-forward the Ray dashboard. A RayJob's own cluster has a name KubeRay picks, read from the
+    RayJob's status when the command runs (run it with ``eval``); it exists only while the job runs."""
+    namespace = stack.config.namespace
+    ports = f"{DASHBOARD_PORT}:{DASHBOARD_PORT}"
+    if not embeds_cluster(stack.config):
+        return f"kubectl port-forward svc/{HEAD_SERVICE} {ports} -n {namespace}"
+    lookup = shlex.join(["kubectl", "get", "rayjob", run_name(stack), "-n", namespace, "-o", "jsonpath={.status.rayClusterName}"])
+    return f'kubectl port-forward "svc/$({lookup})-head-svc" {ports} -n {namespace}'
 
 
 # ---------------------------------------------------------------- network flows (components.render.netpol)

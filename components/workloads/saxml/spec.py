@@ -22,8 +22,10 @@ from pydantic import Field, model_validator
 from components.config.base import BucketNeed, PinnedImage, Spec
 from components.config.errors import raise_rules, rule
 from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
+from components.planner.perf import Server
 
 if TYPE_CHECKING:
+    from components.catalog.tpu import TpuSlice
     from components.config.stack import StackConfig
 
 SAX_IMAGES = "us-docker.pkg.dev/cloud-tpu-images/inference"
@@ -191,3 +193,13 @@ class SaxmlWorkload(WorkloadBase):
 def settings(config: StackConfig) -> SaxmlSpec:
     """This kind's settings section of ``config`` (TypeError for a stack of another kind)."""
     return workload_as(config.workload, SaxmlWorkload).saxml
+
+
+def serving_server(config: StackConfig, tpu: TpuSlice) -> Server:
+    """How a Saxml model server runs one replica: the servable's batch bounds it. The servable
+    class fixes its batch (the renderer passes none); the stack declares it as
+    ``workload.batchSize``, the batch the planner sizes the KV cache for (unset: 1, as the planner)."""
+    return Server(
+        batch_limit=config.workload.batch_size or 1,
+        batch_limit_source="Saxml servable batch (workload.batchSize)",
+    )

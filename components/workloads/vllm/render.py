@@ -37,7 +37,7 @@ from components.endpoints import AUTH_ANNOTATION, INTERNAL_LB_ANNOTATION
 from components.render import netpol
 from components.render.benchmark import BenchmarkClient, num_prompts, server_url
 from components.render.core import common_labels, with_baseline_security
-from components.workloads.vllm.spec import API_KEY_SECRET, pool_nodes, settings
+from components.workloads.vllm.spec import API_KEY_SECRET, max_num_seqs, pool_nodes, settings
 
 PORT = 8000
 PORT_NAME = "http"
@@ -55,7 +55,6 @@ CACHE_VOLUME = "gke-gcsfuse-cache"  # the name the GCS FUSE sidecar looks for (w
 XLA_CACHE_PATH = "/xla-cache"
 CSI_DRIVER = "gcsfuse.csi.storage.gke.io"
 METRICS_INTERVAL = "15s"  # upstream vllm_pod_monitor.yaml
-UPSTREAM_MAX_NUM_SEQS = 128  # upstream vllm-llama3-70b.yaml, used when workload.batchSize is unset
 CACHE_VOLUME_HEADROOM = 1.05  # tmpfs a little above the cache size: gcsfuse evicts at the size, not below it
 ROLLOUT_SLACK_SECONDS = 1800  # TPU node scale-up and a ~10 GB image pull before the startup budget starts
 TPU_TOLERATION = {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -209,7 +208,7 @@ def vllm_args(plan: StackPlan) -> list[str]:
         args.append("--kv-cache-dtype=fp8")
     if spec.max_num_batched_tokens is not None:
         args.append(f"--max-num-batched-tokens={spec.max_num_batched_tokens}")
-    args.append(f"--max-num-seqs={config.workload.batch_size or UPSTREAM_MAX_NUM_SEQS}")
+    args.append(f"--max-num-seqs={max_num_seqs(config)}")
     return args
 
 
@@ -759,11 +758,14 @@ def benchmark_client(plan: StackPlan, *, namespace: str, service_account: str) -
     """``vllm bench serve`` from the server's own image against the Service, with the stack's scenario.
 
     Flags as defined by vLLM's client (vllm-project/vllm ``vllm/benchmarks/serve.py`` add_cli_args and
-    ``vllm/benchmarks/datasets.py`` add_dataset_parser) and as the release the image is built from runs
-    them (vllm-project/tpu-inference v0.27.0 ``tests/e2e/benchmarking/inferencex/qwen3.5/bench.sh``:
-    ``vllm bench serve --backend vllm --base-url … --dataset-name random --random-input-len
-    --random-output-len --random-range-ratio --num-prompts --max-concurrency --ignore-eos --save-result
-    --percentile-metrics … --result-dir --result-filename``): ``--backend vllm`` and ``--endpoint
+    ``vllm/benchmarks/datasets.py`` add_dataset_parser) and as the release the image is built from uses
+    them (vllm-project/tpu-inference v0.27.0 ``tests/e2e/benchmarking/safety_model_benchmark.sh`` runs
+    ``vllm bench serve --model … --endpoint /v1/completions --dataset-name … --num-prompts … --backend
+    vllm``; its ``tests/e2e/benchmarking/inferencex/qwen3.5/bench.sh`` runs InferenceX's
+    ``utils/bench_serving/benchmark_serving.py``, not ``vllm bench serve``, with the same flag names for
+    the rest: ``--dataset-name random --random-input-len --random-output-len --random-range-ratio
+    --num-prompts --max-concurrency --ignore-eos --save-result --percentile-metrics … --result-dir
+    --result-filename``): ``--backend vllm`` and ``--endpoint
     /v1/completions`` (the OpenAI completions route the server exposes), ``--dataset-name random`` with
     ``--random-input-len``/``--random-output-len`` and ``--random-range-ratio 0`` (synthetic prompts of
     exactly the scenario's lengths; ``--ignore-eos`` makes every request generate all its output tokens), ``--max-concurrency``

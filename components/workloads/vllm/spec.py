@@ -24,8 +24,10 @@ from components.catalog.models import MODELS
 from components.config.base import BucketNeed, PinnedImage, Spec
 from components.config.errors import raise_rules, rule
 from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
+from components.planner.perf import Server
 
 if TYPE_CHECKING:
+    from components.catalog.tpu import TpuSlice
     from components.config.stack import StackConfig
 
 # Hugging Face repositories of the catalog models vLLM downloads (the seed serves the base
@@ -465,3 +467,22 @@ class VllmWorkload(WorkloadBase):
 def settings(config: StackConfig) -> VllmSpec:
     """This kind's settings section of ``config`` (TypeError for a stack of another kind)."""
     return workload_as(config.workload, VllmWorkload).vllm
+
+
+UPSTREAM_MAX_NUM_SEQS = 128  # upstream vllm-llama3-70b.yaml, used when workload.batchSize is unset
+
+
+def max_num_seqs(config: StackConfig) -> int:
+    """vLLM ``--max-num-seqs``: ``workload.batchSize``, else upstream's 128 (the renderer's flag and
+    the serving model's batch limit)."""
+    return config.workload.batch_size or UPSTREAM_MAX_NUM_SEQS
+
+
+def serving_server(config: StackConfig, tpu: TpuSlice) -> Server:
+    """How vLLM runs one replica on ``tpu`` (any slice: vLLM's limits are per server, not per chip)."""
+    source = "workload.batchSize" if config.workload.batch_size else "upstream default"
+    return Server(
+        batch_limit=max_num_seqs(config),
+        batch_limit_source=f"vLLM --max-num-seqs ({source})",
+        step_token_budget=settings(config).max_num_batched_tokens,
+    )
