@@ -534,10 +534,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("render", "write the Kubernetes manifests"),
         ("teardown", "what `pulumi destroy --exclude-protected` removes and retains (exit 2 while prod is protected)"),
     )
-    for name, help_text in commands:
+
+    def stack_command(name: str, help_text: str) -> argparse.ArgumentParser:
+        """A subcommand of one stack: by name, or ``--config FILE``."""
         p = sub.add_parser(name, help=help_text)
         p.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.<stack>.yaml)")
-        p.add_argument("--config", metavar="FILE", help="run this stack file instead of a named stack")
+        p.add_argument("--config", metavar="FILE", help=f"{name} this stack file instead of a named stack")
+        return p
+
+    for name, help_text in commands:
+        p = stack_command(name, help_text)
         p.add_argument("--all", action="store_true", help="every stack in stacks/")
         if name == "plan":
             p.add_argument("--json", action="store_true", help="print one JSON object (with --all: one per stack)")
@@ -547,25 +553,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.add_argument(
                 "--state", metavar="FILE", help="list what a real stack still holds (`pulumi stack export` after the destroy)"
             )
-    est = sub.add_parser(
+    est = stack_command(
         "estimate",
-        help="predicted output tokens/s, TTFT, TPOT and $ per million output tokens of a serving scenario on every "
+        "predicted output tokens/s, TTFT, TPOT and $ per million output tokens of a serving scenario on every "
         "slice the stack could use (flags override workload.serving)",
     )
-    est.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.<stack>.yaml)")
-    est.add_argument("--config", metavar="FILE", help="estimate this stack file instead of a named stack")
     est.add_argument("--input-tokens", type=_bounded_int("--input-tokens", MAX_TARGET_LENGTH), metavar="N")
     est.add_argument("--output-tokens", type=_bounded_int("--output-tokens", MAX_TARGET_LENGTH), metavar="N")
     est.add_argument("--concurrency", type=_bounded_int("--concurrency", MAX_CONCURRENCY), metavar="N")
     est.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_parser("docs", help="regenerate the configuration reference, stacks/CONFIGURATION.md")
-    check = sub.add_parser(
+    check = stack_command(
         "preflight",
-        help="check the stack's TPU quota, reservations and zone in its project with your application-default "
+        "check the stack's TPU quota, reservations and zone in its project with your application-default "
         "credentials (exit 1 names each missing item, 3 when the check cannot run)",
     )
-    check.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.<stack>.yaml)")
-    check.add_argument("--config", metavar="FILE", help="check this stack file instead of a named stack")
     check.add_argument("--json", action="store_true", help="print the results as one JSON object")
     review = sub.add_parser(
         "review", help="what `pulumi up` will do, from two `plan --json` files (exit 2 when the engine would refuse it)"

@@ -335,8 +335,14 @@ class TpuSlicePoolArgs:
                 "autoscaling": None,
             }
         )
+        autoscaling = (
+            AutoscalingSpec.model_validate({"minNodes": self.autoscaling.min_nodes, "maxNodes": self.autoscaling.max_nodes})
+            if self.autoscaling is not None
+            else None
+        )
         try:
-            one_tier = spec.model_copy(update={"capacity": [CapacityTierSpec.model_validate(tier)]})
+            # The stack's rules of one tier (TpuSpec.capacity_rules), autoscaling included.
+            one_tier = spec.model_copy(update={"capacity": [CapacityTierSpec.model_validate(tier)], "autoscaling": autoscaling})
         except ValidationError as error:  # maxRunHours out of range
             return [
                 Violation("max_run_hours", self.max_run_hours, e["msg"], "1..168", "use at most GKE's 7 days (168 hours)")
@@ -345,16 +351,6 @@ class TpuSlicePoolArgs:
         found = one_tier.capacity_rules()
         if isinstance(self.cluster, GkeCluster):
             found += rules.flex_start_version_rules("cluster.version", self.cluster.version, [self.capacity])
-        if self.autoscaling is not None and self.capacity in tpu_catalog.DWS_CAPACITY_TYPES:
-            found.append(
-                rule(
-                    "autoscaling",
-                    {"min_nodes": self.autoscaling.min_nodes, "max_nodes": self.autoscaling.max_nodes},
-                    f"cannot be combined with {self.capacity} (it scales from zero itself)",
-                    "unset",
-                    "remove autoscaling",
-                )
-            )
         names = {
             "capacity.0.type": "flex_start" if self.capacity == "flexStart" else "queued_provisioning",
             "capacity.0.maxRunHours": "max_run_hours",
