@@ -181,6 +181,10 @@ def test_field_names_are_the_provider_sdks() -> None:
     assert params(container.NodePoolQueuedProvisioningArgs) >= {"enabled"}
     assert {"key", "value", "effect"} <= params(container.NodePoolNodeConfigTaintArgs)
     assert {"auto_repair", "auto_upgrade"} <= params(container.NodePoolManagementArgs)
+    # Scale-from-zero pools are bounded per zone; tpu.autoscaling keeps the total bounds.
+    assert {"min_node_count", "max_node_count", "total_min_node_count", "total_max_node_count", "location_policy"} <= params(
+        container.NodePoolAutoscalingArgs
+    )
     assert {"queued_provisioning", "autoscaling", "initial_node_count"} <= params(container.NodePoolArgs)
     source = (Path(pulumi_gcp.__file__).parent / "container" / "_inputs.py").read_text()
     tree = ast.parse(source)
@@ -191,7 +195,7 @@ def test_field_names_are_the_provider_sdks() -> None:
         for kw in node.keywords
         if kw.arg == "name" and isinstance(kw.value, ast.Constant)
     }
-    for wire in ("flexStart", "maxRunDuration", "reservationAffinity", "consumeReservationType"):
+    for wire in ("flexStart", "maxRunDuration", "reservationAffinity", "consumeReservationType", "minNodeCount", "maxNodeCount"):
         assert wire in getters, wire
     planned_inputs = tpu_pools(plan_of(QUEUED))["tpu-slice-0"]["inputs"]
     assert {"queuedProvisioning", "autoscaling", "nodeConfig", "management"} <= set(planned_inputs)
