@@ -372,6 +372,10 @@ def _read_stack_file(path: Path) -> stacks.StackFile:
 
 
 def _stack_file(args: argparse.Namespace) -> stacks.StackFile:
+    if args.config and args.stack:
+        # Which one would run is not obvious to the reader of the command: refuse rather than pick.
+        print(f"give a STACK name or --config FILE, not both (got {args.stack!r} and --config {args.config})", file=sys.stderr)
+        raise SystemExit(2)
     if args.config:
         return _read_stack_file(Path(args.config))
     if not args.stack:

@@ -490,3 +490,12 @@ def test_namespaces_the_stack_creates_for_others_are_reserved(stack: str) -> Non
     }
     for name in controller_namespaces:
         assert naming.namespace_problems(str(name)), f"{name} (a controller's) is not reserved"
+
+
+@pytest.mark.parametrize("command", ["plan", "render", "teardown", "estimate", "preflight"])
+def test_a_stack_name_and_a_config_file_together_exit_2(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    stack_file = str(stacks.stack_path("llama-70b"))
+    with pytest.raises(SystemExit) as exited:
+        main([command, "llama-70b", "--config", stack_file])
+    assert exited.value.code == 2
+    assert "not both" in capsys.readouterr().err

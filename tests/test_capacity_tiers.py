@@ -525,3 +525,22 @@ def test_flex_start_needs_gkes_minimum_version(version: str | None, ok: bool) ->
         make_config(tpu=tpu, **cluster)
     (hit,) = [v for v in caught.value.violations if v.key.endswith("cluster.version")]
     assert tpu_catalog.FLEX_START_MIN_GKE_VERSION in hit.allowed
+
+
+@pytest.mark.parametrize(("version", "ok"), [("1.30.5-gke.1014000", False), ("1.31.2-gke.1115000", True), (None, True)])
+def test_ray_ladder_needs_kubernetes_1_31_for_its_pod_affinity(version: str | None, ok: bool) -> None:
+    # v5p runs on 1.30 (v6e's own floor is already 1.31.2), so only the ladder's rule can refuse it.
+    doc = yaml.safe_load(stacks.stack_path("llama3-8b-train-v5p").read_text())
+    values = doc["config"]
+    values["gke-tpu-llm:tpu"]["capacity"] = [{"type": "onDemand"}, {"type": "spot"}]
+    if version:
+        values.setdefault("gke-tpu-llm:cluster", {})["version"] = version
+    stack_file = stacks.StackFile("ray-ladder", Path("Pulumi.ray-ladder.yaml"), values, ())
+    if ok:
+        stacks.config_of(stack_file)
+        return
+    with pytest.raises(ConfigError) as caught:
+        stacks.config_of(stack_file)
+    (hit,) = [v for v in caught.value.violations if v.key.endswith("cluster.version")]
+    assert "1.31" in hit.allowed
+    assert "matchLabelKeys" in hit.problem

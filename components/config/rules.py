@@ -234,3 +234,31 @@ def flex_start_version_rules(key: str, version: str | None, tier_types: Sequence
             f"set {key} to {minimum} or newer, or unset it",
         )
     ]
+
+
+RAY_LADDER_MIN_GKE_VERSION = "1.31"
+"""A multi-host Ray worker group in a fallback ladder is held in one pool by a pod affinity with
+``matchLabelKeys`` (components/render/capacity.py), which Kubernetes enables by default from 1.31
+(MatchLabelKeysInPodAffinity, beta; alpha and off in 1.29-1.30, where the key is dropped and a
+multi-slice group cannot schedule)."""
+
+
+def ray_ladder_version_rules(
+    key: str, version: str | None, tier_types: Sequence[str], multi_host_ray: bool
+) -> list[dict[str, Any]]:
+    """A pinned cluster ``version`` (at ``key``) below :data:`RAY_LADDER_MIN_GKE_VERSION` for a fallback
+    ladder of multi-host Ray worker groups. Unset (the channel's default) is accepted."""
+    if version is None or not multi_host_ray or not is_fallback_ladder(tier_types):
+        return []
+    if tpu_catalog.gke_version_at_least(version, RAY_LADDER_MIN_GKE_VERSION):
+        return []
+    return [
+        rule(
+            key,
+            version,
+            "is below Kubernetes 1.31, which the capacity ladder of a multi-host Ray worker group needs "
+            "(matchLabelKeys in pod affinity keeps each slice's hosts in one pool)",
+            f">= {RAY_LADDER_MIN_GKE_VERSION}",
+            f"set {key} to {RAY_LADDER_MIN_GKE_VERSION} or newer, or keep one capacity tier",
+        )
+    ]

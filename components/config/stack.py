@@ -26,6 +26,7 @@ from components.config.rules import (
     flex_start_version_rules,
     fp8_rules,
     gke_version_rules,
+    ray_ladder_version_rules,
     region_rules,
     zone_in_region_rules,
 )
@@ -81,8 +82,11 @@ class StackConfig(Spec):
         if self.tpu.generation is not None:  # else capacity.resolve re-validates with the chosen one
             rules += gke_version_rules("cluster.version", self.cluster.version, self.tpu.generation)
         # Several capacity tiers are ordered by a custom ComputeClass (components/render/capacity.py).
-        rules += compute_class_version_rules("cluster.version", self.cluster.version, [t.type for t in self.tpu.tiers])
-        rules += flex_start_version_rules("cluster.version", self.cluster.version, [t.type for t in self.tpu.tiers])
+        tier_types, version = [t.type for t in self.tpu.tiers], self.cluster.version
+        rules += compute_class_version_rules("cluster.version", version, tier_types)
+        rules += flex_start_version_rules("cluster.version", version, tier_types)
+        multi_host_ray = "rayOperator" in self.kind_info.addons and (self.tpu.topology is None or self.tpu.slice.multi_host)
+        rules += ray_ladder_version_rules("cluster.version", version, tier_types, multi_host_ray)
         w = self.workload
         rules += fp8_rules(w.weights, w.kv_cache, kind=w.kind, engine=self.kind_info.engine, generation=self.tpu.generation)
         if "gcsFuseCsiDriver" in self.addons and self.tpu.workload_metadata == "GCE_METADATA":
