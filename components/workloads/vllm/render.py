@@ -302,7 +302,6 @@ def render_deployment(plan: StackPlan, *, namespace: str, service_account: str, 
     config = plan.config
     stack = config.stack
     spec = settings(config)
-    tpu = plan.slice
     labels = common_labels(stack, NAME)
     timeout = deployment_timeout_seconds(plan)
     container: dict[str, Any] = {
@@ -311,19 +310,8 @@ def render_deployment(plan: StackPlan, *, namespace: str, service_account: str, 
         "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
         "args": vllm_args(plan),
         "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
-        "env": [
-            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": SECRET_KEY}}},
-            {"name": "VLLM_XLA_CACHE_PATH", "value": XLA_CACHE_PATH},
-            *(
-                [{"name": API_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": API_KEY_SECRET_NAME, "key": SECRET_KEY}}}]
-                if spec.service.auth == "api-key"
-                else []
-            ),
-        ],
-        "resources": {
-            "requests": {"google.com/tpu": tpu.tpu_per_host},
-            "limits": {"google.com/tpu": tpu.tpu_per_host},
-        },
+        "env": [HF_TOKEN_ENV, _env("VLLM_XLA_CACHE_PATH", XLA_CACHE_PATH), *_api_key_env(plan)],
+        "resources": _tpu_resources(plan),
         **probes(plan),
         "volumeMounts": [
             {"name": MODEL_VOLUME, "mountPath": spec.download_dir},
@@ -337,24 +325,8 @@ def render_deployment(plan: StackPlan, *, namespace: str, service_account: str, 
         "progressDeadlineSeconds": timeout,
         "template": {
             "metadata": {"labels": labels, "annotations": pod_annotations(plan)},
-            "spec": {
-                "serviceAccountName": service_account,
-                "nodeSelector": dict(tpu.node_selector),
-                "tolerations": [dict(TPU_TOLERATION)],
-                "containers": [container],
-                "volumes": [
-                    {"name": CACHE_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": cache_volume_size(plan)}},
-                    {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-                    {"name": "xla-cache", "emptyDir": {}},
-                    {
-                        "name": MODEL_VOLUME,
-                        "csi": {
-                            "driver": CSI_DRIVER,
-                            "volumeAttributes": {"bucketName": bucket_name, "mountOptions": fuse_mount_options(plan)},
-                        },
-                    },
-                ],
-            },
+            # The compile cache is per pod here (an emptyDir): Deployment pods have no stable name.
+            "spec": _pod_spec(plan, service_account, bucket_name, container, {"name": "xla-cache", "emptyDir": {}}),
         },
     }
     if not spec.autoscaling.enabled:
@@ -379,6 +351,47 @@ def _env(name: str, value: str) -> dict[str, str]:
     return {"name": name, "value": value}
 
 
+HF_TOKEN_ENV = {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": SECRET_KEY}}}
+
+
+def _api_key_env(plan: StackPlan) -> list[dict[str, Any]]:
+    """The API key for the server (``VLLM_API_KEY`` from its Secret) when the endpoint authenticates."""
+    if settings(plan.config).service.auth != "api-key":
+        return []
+    return [{"name": API_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": API_KEY_SECRET_NAME, "key": SECRET_KEY}}}]
+
+
+def _tpu_resources(plan: StackPlan) -> dict[str, Any]:
+    """All of a host's chips (``google.com/tpu`` from the slice), requested and limited alike."""
+    per_host = plan.slice.tpu_per_host
+    return {"requests": {"google.com/tpu": per_host}, "limits": {"google.com/tpu": per_host}}
+
+
+def _pod_spec(
+    plan: StackPlan, service_account: str, bucket_name: str, container: dict[str, Any], *extra_volumes: dict[str, Any]
+) -> dict[str, Any]:
+    """A vLLM pod on a TPU host (Deployment replica, LWS leader or worker): the slice's node selector and
+    toleration, the RAM file cache, shared memory, ``extra_volumes``, and the bucket through GCS FUSE."""
+    return {
+        "serviceAccountName": service_account,
+        "nodeSelector": dict(plan.slice.node_selector),
+        "tolerations": [dict(TPU_TOLERATION)],
+        "containers": [container],
+        "volumes": [
+            {"name": CACHE_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": cache_volume_size(plan)}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+            *extra_volumes,
+            {
+                "name": MODEL_VOLUME,
+                "csi": {
+                    "driver": CSI_DRIVER,
+                    "volumeAttributes": {"bucketName": bucket_name, "mountOptions": fuse_mount_options(plan)},
+                },
+            },
+        ],
+    }
+
+
 def render_lws(plan: StackPlan, *, namespace: str, service_account: str, bucket_name: str) -> dict[str, Any]:
     """The multi-host server: a LeaderWorkerSet with one group per slice, group size = hosts.
 
@@ -396,36 +409,16 @@ def render_lws(plan: StackPlan, *, namespace: str, service_account: str, bucket_
     stack = config.stack
     spec = settings(config)
     tpu = plan.slice
-    secret_env = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": SECRET_KEY}}}]
     common_env = [
         # The pod's own name, for its compile-cache directory (stable per LWS pod).
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         _env("VLLM_XLA_CACHE_PATH", f"{spec.download_dir}/xla-cache/$(POD_NAME)"),
         _env("VLLM_CONFIG_ROOT", VLLM_CONFIG_ROOT),
         *(_env(k, v) for k, v in RAY_ENV),
-        *secret_env,
+        HF_TOKEN_ENV,
     ]
-    resources = {"requests": {"google.com/tpu": tpu.tpu_per_host}, "limits": {"google.com/tpu": tpu.tpu_per_host}}
+    resources = _tpu_resources(plan)
     mounts = [{"name": MODEL_VOLUME, "mountPath": spec.download_dir}, {"name": "dshm", "mountPath": "/dev/shm"}]
-
-    def pod_spec(container: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "serviceAccountName": service_account,
-            "nodeSelector": dict(tpu.node_selector),
-            "tolerations": [dict(TPU_TOLERATION)],
-            "containers": [container],
-            "volumes": [
-                {"name": CACHE_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": cache_volume_size(plan)}},
-                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-                {
-                    "name": MODEL_VOLUME,
-                    "csi": {
-                        "driver": CSI_DRIVER,
-                        "volumeAttributes": {"bucketName": bucket_name, "mountOptions": fuse_mount_options(plan)},
-                    },
-                },
-            ],
-        }
 
     leader: dict[str, Any] = {
         "name": CONTAINER,
@@ -436,14 +429,7 @@ def render_lws(plan: StackPlan, *, namespace: str, service_account: str, bucket_
             {"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"},
             {"name": "ray-gcs", "containerPort": RAY_PORT, "protocol": "TCP"},
         ],
-        "env": [
-            *common_env,
-            *(
-                [{"name": API_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": API_KEY_SECRET_NAME, "key": SECRET_KEY}}}]
-                if spec.service.auth == "api-key"
-                else []
-            ),
-        ],
+        "env": [*common_env, *_api_key_env(plan)],
         "resources": resources,
         **probes(plan),
         "volumeMounts": mounts,
@@ -480,11 +466,11 @@ def render_lws(plan: StackPlan, *, namespace: str, service_account: str, bucket_
                 "restartPolicy": "RecreateGroupOnPodRestart",
                 "leaderTemplate": {
                     "metadata": {"labels": leader_labels, "annotations": pod_annotations(plan)},
-                    "spec": pod_spec(leader),
+                    "spec": _pod_spec(plan, service_account, bucket_name, leader),
                 },
                 "workerTemplate": {
                     "metadata": {"labels": common_labels(stack, WORKER), "annotations": pod_annotations(plan)},
-                    "spec": pod_spec(worker),
+                    "spec": _pod_spec(plan, service_account, bucket_name, worker),
                 },
             },
         },
