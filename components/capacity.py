@@ -12,10 +12,9 @@ is a ``ConfigError`` (exit 2, nothing registered).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -117,13 +116,10 @@ def scenario_of(config: StackConfig) -> planner.Scenario | None:
 
 def server_of(config: StackConfig) -> Callable[[tpu_catalog.TpuSlice], planner.perf.Server]:
     """How the stack's engine runs one replica on a slice (batch limit, token budget, slices per
-    replica): the ``serving_server(config, tpu)`` of the kind's spec module, the settings its
-    renderer reads too."""
-    module = importlib.import_module(config.kind_info.workload.__module__)
-    found = getattr(module, "serving_server", None)
-    if found is None:  # a serving kind without one is a programming error, not bad input
-        raise TypeError(f"{module.__name__} defines no serving_server(config, tpu) for kind {config.workload.kind}")
-    server = cast(Callable[[StackConfig, tpu_catalog.TpuSlice], planner.perf.Server], found)
+    replica): the kind's ``WorkloadKindInfo.serving_server``, from the settings its renderer reads too."""
+    server = config.kind_info.serving_server
+    if server is None:  # a serving kind without one is a programming error, not bad input
+        raise TypeError(f"kind {config.workload.kind} declares no serving_server in its WorkloadKindInfo")
     return lambda tpu: server(config, tpu)
 
 

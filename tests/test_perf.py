@@ -513,3 +513,10 @@ def test_estimate_cli_bad_flags_exit_2(args: tuple[str, ...], message: str) -> N
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_every_serving_kind_declares_how_it_serves() -> None:
+    from components.workloads.registry import BY_KIND
+
+    for kind, info in BY_KIND.items():
+        assert (info.serving_server is not None) == (info.mode == "serve"), kind

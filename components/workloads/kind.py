@@ -4,13 +4,17 @@ CRDs, the secrets, the deploy function). ``components.workloads.registry`` lists
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from components import planner
 from components.config.errors import rule
 from components.config.workload import WorkloadBase, section_field
+
+if TYPE_CHECKING:  # the stack config imports this module
+    from components.catalog.tpu import TpuSlice
+    from components.config.stack import StackConfig
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,10 @@ class WorkloadKindInfo:
     """``module:function`` in the kind's render module returning its ``BenchmarkClient``
     (``components.render.benchmark``): the engine's own benchmark client for
     ``workload.serving.benchmark: true``. None: the engine has no client here, and the key is refused."""
+    serving_server: Callable[[StackConfig, TpuSlice], planner.perf.Server] | None = None
+    """How the engine runs one replica on a slice (batch limit, step token budget, slices per replica),
+    from the settings its renderer reads too: the serving model's input (``components.capacity``).
+    Every serving kind declares one."""
 
     @property
     def kind(self) -> str:

@@ -4,13 +4,14 @@ spec.py (settings), render.py (pure Kubernetes objects), component.py (Pulumi co
 (notes and deliberate differences from the upstream sample).
 """
 
-from components.workloads.jetstream.spec import JetstreamWorkload
+from components.workloads.jetstream.spec import JetstreamWorkload, serving_server
 from components.workloads.kind import WorkloadKindInfo
 
 KIND = WorkloadKindInfo(
     workload=JetstreamWorkload,
     engine="maxtext",
     mode="serve",
+    serving_server=serving_server,
     deploy="components.workloads.jetstream.component:deploy",
     summary="JetStream + MaxText + Pathways serving on LeaderWorkerSet (multi-host slices; archived upstream)",
     addons=frozenset(),

@@ -6,12 +6,13 @@ spec.py (settings), render.py (pure Kubernetes objects), component.py (Pulumi co
 """
 
 from components.workloads.kind import WorkloadKindInfo
-from components.workloads.vllm.spec import VllmWorkload
+from components.workloads.vllm.spec import VllmWorkload, serving_server
 
 KIND = WorkloadKindInfo(
     workload=VllmWorkload,
     engine="vllm",
     mode="serve",
+    serving_server=serving_server,
     deploy="components.workloads.vllm.component:deploy",
     summary="vLLM serving: single-host Deployment with an HPA on vLLM metrics, or multi-host LeaderWorkerSet + Ray",
     addons=frozenset({"gcsFuseCsiDriver"}),
