@@ -130,8 +130,7 @@ def pool_args(
     is created and billed only when pods cannot be placed on the tiers before it."""
     tpu = config.tpu
     spec = tpu.tiers[tier]
-    fallback = not tpu.tier_holds(tier)
-    autoscaling = tpu.autoscaling
+    low, high = tpu.tier_nodes(tier)
     # A fallback ladder's pools are the manually created pools of its ComputeClass (label + taint).
     scheduling = pool_scheduling(config, tier)
     return TpuSlicePoolArgs(
@@ -149,12 +148,10 @@ def pool_args(
         max_run_hours=spec.max_run_hours,
         node_labels=scheduling.labels,
         node_taints=[(t.key, t.value, t.kubernetes_effect) for t in scheduling.taints],
-        scale_from_zero=fallback and autoscaling is None,
-        autoscaling=(
-            Autoscaling(min_nodes=0 if fallback else autoscaling.min_nodes, max_nodes=autoscaling.max_nodes)
-            if autoscaling
-            else None
-        ),
+        # The node bounds are TpuSpec.tier_nodes (what the plan reports): a configured tpu.autoscaling
+        # with them, else a fixed slice or, scaling from zero, the slice's hosts.
+        scale_from_zero=tpu.autoscaling is None and not tpu.tier_holds(tier),
+        autoscaling=Autoscaling(min_nodes=low, max_nodes=high) if tpu.autoscaling else None,
         workload_metadata=tpu.workload_metadata,
         threads_per_core=tpu.threads_per_core,
         disk_size_gb=tpu.disk_size_gb,
