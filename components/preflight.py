@@ -22,12 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components import naming
 from components.catalog import tpu as tpu_catalog
 from components.config.stack import StackConfig
-
-DWS_TYPES = tpu_catalog.DWS_CAPACITY_TYPES
-"""Capacity types that Compute Engine lets fall back to on-demand quota, and that need a flex-start zone."""
 
 
 @dataclass(frozen=True)
@@ -282,35 +278,33 @@ def checklist(config: StackConfig) -> Checklist:
     vms = tpu.nodes_max
     chips = vms * s.chips_per_host
     pools: list[PoolNeeds] = []
-    for index in range(tpu.slices):
-        for tier_index, tier in enumerate(tpu.tiers):
-            kind = tpu_catalog.QUOTA_KIND_BY_CAPACITY[tier.type]
-            quota = None
-            if kind is not None and quotas is not None:
-                fallback = quotas.on_demand if tier.type in DWS_TYPES else None
-                quota = QuotaNeed(kind, region, chips, quotas.of(kind), fallback)
-            reservation = None
-            if tier.type == "reservation" and tier.reservation:
-                owner, name, block, sub_block = parse_reservation(tier.reservation, config.project)
-                reservation = ReservationNeed(owner, name, block, sub_block, tpu.zone, s.machine_type, vms, config.project)
-            flex_zone = (
-                FlexZoneNeed(s.generation.name, tpu.zone, s.generation.flex_start_zones) if tier.type in DWS_TYPES else None
+    for index, tier_index, pool in config.tier_pools():
+        tier = tpu.tiers[tier_index]
+        dws = tier.type in tpu_catalog.DWS_CAPACITY_TYPES
+        kind = tpu_catalog.QUOTA_KIND_BY_CAPACITY[tier.type]
+        quota = None
+        if kind is not None and quotas is not None:
+            quota = QuotaNeed(kind, region, chips, quotas.of(kind), quotas.on_demand if dws else None)
+        reservation = None
+        if tier.type == "reservation" and tier.reservation:
+            owner, name, block, sub_block = parse_reservation(tier.reservation, config.project)
+            reservation = ReservationNeed(owner, name, block, sub_block, tpu.zone, s.machine_type, vms, config.project)
+        flex_zone = FlexZoneNeed(s.generation.name, tpu.zone, s.generation.flex_start_zones) if dws else None
+        pools.append(
+            PoolNeeds(
+                pool=pool,
+                slice_index=index,
+                tier_index=tier_index,
+                capacity=tier.type,
+                generation=s.generation.name,
+                machine_type=s.machine_type,
+                zone=tpu.zone,
+                vms=vms,
+                chips=chips,
+                quota=quota,
+                reservation=reservation,
+                flex_zone=flex_zone,
+                not_drawn=not_drawn if quota is not None else (),
             )
-            pools.append(
-                PoolNeeds(
-                    pool=naming.node_pool_name(index, tier_index, tier.type),
-                    slice_index=index,
-                    tier_index=tier_index,
-                    capacity=tier.type,
-                    generation=s.generation.name,
-                    machine_type=s.machine_type,
-                    zone=tpu.zone,
-                    vms=vms,
-                    chips=chips,
-                    quota=quota,
-                    reservation=reservation,
-                    flex_zone=flex_zone,
-                    not_drawn=not_drawn if quota is not None else (),
-                )
-            )
+        )
     return Checklist(config.project, region, tpu.zone, tuple(pools))
