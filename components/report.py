@@ -129,7 +129,7 @@ def tier_costs(config: StackConfig) -> dict[str, Any]:
                 "type": spec.type,
                 "reservation": spec.reservation,
                 "max_run_hours": spec.max_run_hours,
-                "pools": [name for _, tier, name in config.tier_pools() if tier == t],
+                "pools": config.pools_of_tier(t),
                 "chips_min": chips_min,
                 "chips_max": chips_max,
                 "usd_per_hour_min": s.capacity_price(config.region, spec.type, chips=chips_min),

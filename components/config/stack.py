@@ -365,6 +365,10 @@ class StackConfig(Spec):
             (i, t, naming.node_pool_name(i, t, tier.type)) for i in range(self.tpu.slices) for t, tier in enumerate(tiers)
         ]
 
+    def pools_of_tier(self, tier: int) -> list[str]:
+        """Every slice's pool in capacity tier ``tier`` (``tpu-slice-0``, ``tpu-slice-1-flex``, …)."""
+        return [name for _, t, name in self.tier_pools() if t == tier]
+
 
 
 def _parallelism_rules(workload: WorkloadBase, info: WorkloadKindInfo) -> list[dict[str, Any]]:

@@ -170,11 +170,6 @@ def has_queue(config: StackConfig) -> bool:
     return QUEUED_PROVISIONING in _types(config)
 
 
-def tier_pools(config: StackConfig, tier_index: int) -> list[str]:
-    """Every slice's pool in tier ``tier_index`` (``tpu-slice-0``, ``tpu-slice-1-flex``, …)."""
-    return [name for _, t, name in config.tier_pools() if t == tier_index]
-
-
 def _name(config: StackConfig, suffix: str) -> str:
     """``<stack>-<suffix>``, at most 63 characters: cluster-scoped objects are named per stack (two stacks
     could share a cluster's API one day; today a stack is a cluster), and the names are label values."""
@@ -231,7 +226,7 @@ def render_compute_class(config: StackConfig) -> dict[str, Any]:
         "kind": "ComputeClass",
         "metadata": {"name": compute_class_name(config), "labels": common_labels(config.stack, "capacity")},
         "spec": {
-            "priorities": [{"nodepools": tier_pools(config, i)} for i in range(len(config.tpu.tiers))],
+            "priorities": [{"nodepools": config.pools_of_tier(i)} for i in range(len(config.tpu.tiers))],
             "nodePoolAutoCreation": {"enabled": False},
             "whenUnsatisfiable": "DoNotScaleUp",
             "activeMigration": {"optimizeRulePriority": False},
