@@ -1,4 +1,4 @@
-"""Offline CLI: ``python -m components plan|render|review|teardown|estimate|preflight|docs`` (see
+"""Offline CLI: ``python -m components plan|render|review|teardown|estimate|preflight|roles|docs`` (see
 components/README-offline.md; ``preflight`` is the one command that calls Google Cloud).
 
 Runs the real Pulumi program under the mock engine (``components.report`` plans a stack read by
@@ -168,6 +168,10 @@ def print_plan(result: report.PlanResult) -> None:
         style = "bold yellow" if endpoint.outside_vpc else "dim"
         prefix = "warning: " if endpoint.outside_vpc else "endpoint: "
         console.print(f"[{style}]{prefix}{escape(endpoint.describe())}[/]")
+    # What the stack cannot create yet, and why (maxtext-ray: Ray objects wait for the image's digest).
+    for key, value in data["outputs"].items():
+        if key.endswith("_waits_for"):
+            console.print(f"[bold yellow]waiting: {escape(str(value))}[/]")
 
 
 def print_tiers(console: Any, tiers: dict[str, Any], money: Any) -> None:
@@ -492,7 +496,7 @@ def _json_document(path: str) -> dict[str, Any]:
 
 
 def _review(base_path: str, head_path: str, stack: str | None) -> int:
-    from components.review import REFUSED_EXIT, DocumentError, compare, load_side, render_comment
+    from components.review import REFUSED_EXIT, DocumentError, compare, isolation_problems, load_side, render_comment
 
     try:
         base = load_side(_json_document(base_path), stack, path=base_path)
@@ -509,6 +513,10 @@ def _review(base_path: str, head_path: str, stack: str | None) -> int:
         return 2
     print(render_comment(changes, head), end="")
     refused = [c.stack for c in changes if c.refused]
+    shared = isolation_problems(head)
+    if shared:
+        print("refused: stacks not isolated from each other:\n" + "\n".join(f"  - {p}" for p in shared), file=sys.stderr)
+        return REFUSED_EXIT
     if refused:
         print(f"refused: {', '.join(refused)} (see the comment for what must land first)", file=sys.stderr)
         return REFUSED_EXIT
@@ -530,6 +538,34 @@ def _teardown_state(state_path: str, stack: str | None) -> int:
     return 2 if teardown.blockers else 0
 
 
+def _roles(args: argparse.Namespace) -> int:
+    """``roles``: the deployer's minimal IAM permissions and predefined roles for one stack, derived
+    from the resource types its plan registers (``components.roles``)."""
+    from components.roles import RolesError, custom_role_yaml, deployer_roles, render
+
+    stack_file = _stack_file(args)
+    try:
+        result = report.plan(stack_file)
+    except ConfigError as error:
+        print(f"{stack_file.path}: {error}", file=sys.stderr)
+        return 2
+    cfg = result.config
+    try:
+        roles = deployer_roles(
+            result.stack, cfg.environment.value, cfg.project, [r.to_dict() for r in result.resources]
+        )
+    except RolesError as error:
+        print(f"roles: {result.stack}: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(roles.to_dict(), separators=(",", ":")))
+    elif args.format == "custom-role":
+        print(custom_role_yaml(roles), end="")
+    else:
+        print(render(roles), end="")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -543,7 +579,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         """A subcommand of one stack: by name, or ``--config FILE``."""
         p = sub.add_parser(name, help=help_text)
         p.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.<stack>.yaml)")
-        p.add_argument("--config", metavar="FILE", help=f"{name} this stack file instead of a named stack")
+        p.add_argument("--config", metavar="FILE", help="this stack file instead of a named stack")
         return p
 
     for name, help_text in commands:
@@ -573,6 +609,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "credentials (exit 1 names each missing item, 3 when the check cannot run)",
     )
     check.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    roles = stack_command(
+        "roles",
+        "the deployer's minimal IAM permissions and predefined roles, derived from the resource types the stack registers",
+    )
+    roles_output = roles.add_mutually_exclusive_group()
+    roles_output.add_argument("--json", action="store_true", help="print one JSON object")
+    roles_output.add_argument(
+        "--format",
+        choices=("text", "custom-role"),
+        default="text",
+        help="custom-role: a YAML file for `gcloud iam roles create ROLE_ID --project PROJECT --file FILE`",
+    )
     review = sub.add_parser(
         "review", help="what `pulumi up` will do, from two `plan --json` files (exit 2 when the engine would refuse it)"
     )
@@ -588,6 +636,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _review(args.base, args.head, args.stack)
     if args.command == "estimate":
         return _estimate(args)
+    if args.command == "roles":
+        return _roles(args)
     if args.command == "teardown" and args.state:
         return _teardown_state(args.state, args.stack)
     if args.command == "docs":
@@ -614,6 +664,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = report.plan(stack_file)
         except ConfigError as error:
             print(f"{stack_file.path}: {error}", file=sys.stderr)
+            if getattr(args, "all", False):
+                status = 2  # every stack's problems in one run (two stacks sharing a name both say so)
+                continue
             return 2
         if args.command == "teardown":
             from components.teardown import plan_teardown_of, render

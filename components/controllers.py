@@ -10,8 +10,9 @@ declared once in ``components.crds.controllers``; this module only registers it.
     ...  # every custom resource of a kind it serves: depends_on=[controller.release]
 
 (LWS: ``components/workloads/vllm/component.py``.) The release's values are the table's
-``Controller.values(version)`` (Kueue: ``components.crds.controllers.kueue_values``, the
-integrations our workload kinds need); a top-level key of ``values`` given here replaces the
+``Controller.helm_values(version)``: its ``values`` (Kueue: ``components.crds.controllers.kueue_values``,
+the integrations our workload kinds need) plus the controller image pinned by tag and digest from
+``components/catalog/images.json``; a top-level key of ``values`` given here replaces the
 table's value for that key. A custom
 resource of a Kueue kind (ResourceFlavor, ClusterQueue, LocalQueue, AdmissionCheck,
 ProvisioningRequestConfig) must depend on ``release``: the release creates both the CRDs and the
@@ -139,7 +140,8 @@ class HelmController(pulumi.ComponentResource):
             version=version,
             namespace=chart.namespace,
             create_namespace=True,
-            values={**declared.values(version), **(values or {})},
+            # The table's values, with the controller image pinned by tag and digest (Controller.helm_values).
+            values={**declared.helm_values(version), **(values or {})},
             # The CRDs above are the release's; Helm would only ever install (never upgrade) its own.
             # (No effect on a chart whose CRDs are templates: Helm applies those with the release.)
             skip_crds=True,

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from components.config.base import Cidr
 from components.config.errors import NAMESPACE
 from components.config.stack import StackConfig
 from components.config.workload import WorkloadBase
@@ -56,6 +57,11 @@ def _type_name(annotation: Any) -> str:
     if origin is dict:
         _, value = get_args(annotation)
         return f"map of {_type_name(value)}"
+    if origin is list:
+        (item,) = get_args(annotation)
+        return f"list[{_type_name(item)}]"
+    if annotation == Cidr:
+        return "CIDR (a bare address means its /32 or /128)"
     if getattr(origin, "__name__", "") == "Literal":
         return " or ".join(repr(a) for a in get_args(annotation))
     if origin is not None and getattr(origin, "__name__", "") == "Annotated":

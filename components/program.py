@@ -16,6 +16,7 @@ from components import pulumi_internals
 from components.config.errors import NAMESPACE
 from components.config.loader import parse_full_config
 from components.config.stack import StackConfig
+from components.stacks import check_isolation
 
 
 def _decode(raw: Any) -> Any:
@@ -44,6 +45,9 @@ def raw_config_from_runtime() -> dict[str, Any]:
 
 def load_stack_config() -> StackConfig:
     """The stack config of the running Pulumi program (the root ``__main__.py``): validated, or one
-    ``ConfigError`` listing every problem."""
-    return parse_full_config(raw_config_from_runtime(), pulumi.get_stack(), secret_keys_from_runtime())
+    ``ConfigError`` listing every problem, including a name, Workload Identity namespace or prod
+    project it would share with another stack file in ``stacks/`` (checked before anything registers)."""
+    config = parse_full_config(raw_config_from_runtime(), pulumi.get_stack(), secret_keys_from_runtime())
+    check_isolation(config)
+    return config
 

@@ -12,11 +12,12 @@ from typing import Any
 from components import mockengine, preflight
 from components.capacity import StackPlan
 from components.catalog import tpu as tpu_catalog
+from components.config.isolation import tenancy
 from components.config.stack import StackConfig
 from components.endpoints import endpoints
 from components.manifests import manifests_of
 from components.mockengine import Registration
-from components.stacks import StackFile, config_of
+from components.stacks import StackFile, check_isolation, config_of
 
 
 @dataclass
@@ -37,6 +38,7 @@ class PlanResult:
 def plan(stack_file: StackFile) -> PlanResult:
     """Validate, then run the program offline. Raises ConfigError before running on a bad config."""
     stack_plan = config_of(stack_file)
+    check_isolation(stack_plan.config)
     log = io.StringIO()
     with contextlib.redirect_stdout(log):
         resources, outputs = mockengine.run_program(stack_file)
@@ -156,6 +158,9 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         "project": cfg.project,
         "region": cfg.region,
         "cluster": {"name": cfg.cluster_name, "location": cfg.cluster_location, "addons": sorted(cfg.addons)},
+        # What the stack owns (names, Workload Identity namespaces) and where: review checks the
+        # stacks of a plan document against each other (components.config.isolation).
+        "tenancy": tenancy(cfg).to_dict(),
         "slices": slice_plan(cfg),
         "cost_usd_per_hour": cost_per_hour(cfg),
         "capacity_tiers": tier_costs(cfg),

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from components import steps as step_model
+from components.config.isolation import Tenancy, conflicts
 from components.endpoints import warnings as endpoint_warnings
 
 COMMENT_MARKER = "<!-- gke-tpu-llm:plan-review -->"
@@ -222,8 +223,28 @@ def exposed_endpoints(head: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def isolation_problems(head: Mapping[str, Any]) -> list[str]:
+    """The head plans' stacks checked against each other (``components.config.isolation``): a name or
+    Workload Identity namespace two stacks share, or a prod project a non-prod stack uses. Plans
+    without a ``tenancy`` entry (``pulumi stack export`` bases, older plans) are not compared."""
+    tenancies = [
+        Tenancy.from_dict(plan["tenancy"], source=f"plan of {name}")
+        for name, plan in head.items()
+        if isinstance(plan, Mapping) and isinstance(plan.get("tenancy"), Mapping)
+    ]
+    return [f"{t.stack}: {v}" for t in tenancies for v in conflicts(t, tenancies)]
+
+
 def render_comment(changes: list[StackChange], head: Mapping[str, Any] | None = None) -> str:
     lines = [COMMENT_MARKER, "## gke-tpu-llm plan review", ""]
+    shared = isolation_problems(head or {})
+    if shared:
+        lines += [
+            "> [!CAUTION]",
+            "> **Refused: stacks that are not isolated from each other** (nothing may be applied until each is fixed):",
+            *(f"> - {problem}" for problem in shared),
+            "",
+        ]
     exposed = exposed_endpoints(head or {})
     if exposed:
         lines += ["> [!WARNING]", "> Endpoints reachable from outside the VPC:", *(f"> - {e}" for e in exposed), ""]

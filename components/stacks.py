@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from components import stackfile
 from components.capacity import StackPlan, resolve
-from components.config.errors import NAMESPACE
+from components.config.errors import NAMESPACE, ConfigError
+from components.config.isolation import Tenancy, conflicts, tenancy
 from components.config.loader import parse_full_config, required_secrets
+from components.config.stack import StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 """The project directory (``Pulumi.yaml``, ``__main__.py``, ``stacks/``, ``manifests/``)."""
@@ -79,3 +82,39 @@ def config_of(stack_file: StackFile) -> StackPlan:
     Every key is seen, as under ``pulumi up``: one under a namespace the program does not read is a
     problem, not silently dropped."""
     return resolve(parse_full_config(stack_file.values, stack_file.stack, stack_file.secret_keys))
+
+
+@cache
+def _tenancy_of_file(path: Path, stamp: tuple[int, int]) -> Tenancy | None:
+    """A stack file's tenancy (what it claims, where), or None when the file does not validate (it
+    cannot be deployed then, and its own plan says why). Cached by path and (mtime, size): ``plan
+    --all`` compares every stack with every other one."""
+    try:
+        config = parse_full_config((stack_file := read_stack_file(path)).values, stack_file.stack, stack_file.secret_keys)
+    except ConfigError:
+        return None
+    return tenancy(config, source=str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path))
+
+
+def stack_file_tenancies(exclude: str | None = None) -> list[Tenancy]:
+    """The tenancy of every valid stack file in ``stacks/`` but ``exclude`` (the stack at hand)."""
+    out: list[Tenancy] = []
+    for stack in list_stacks():
+        if stack == exclude:
+            continue
+        path = stack_path(stack)
+        stat = path.stat()
+        found = _tenancy_of_file(path, (stat.st_mtime_ns, stat.st_size))
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def check_isolation(config: StackConfig) -> None:
+    """Raise ``ConfigError`` when ``config`` shares a name, a Workload Identity namespace or (as
+    non-prod beside prod) a project with another stack file in ``stacks/``
+    (``components.config.isolation``). Run by ``plan``/``render`` and by the program before ``pulumi
+    up`` registers anything."""
+    problems = conflicts(tenancy(config), stack_file_tenancies(exclude=config.stack))
+    if problems:
+        raise ConfigError(problems)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import subprocess
 import sys
 from functools import cache
@@ -25,6 +27,27 @@ STACKS = stacks.list_stacks()
 def planned(stack: str) -> report.PlanResult:
     """Plans are deterministic, so each stack runs once per test session."""
     return report.plan(stacks.read_stack_file(stacks.stack_path(stack)))
+
+
+BUILD_DIGEST = "sha256:" + "5" * 64
+"""The digest a finished training-image build records in ``workload.maxtextRay.image.built`` (a test
+input: no image has it)."""
+
+
+@cache
+def planned_built(stack: str) -> report.PlanResult:
+    """The stack as it plans once what it waits for exists: a maxtext-ray stack with its image build
+    recorded, so its RayCluster/RayJob render (the committed stacks record none: their images exist in
+    no registry, components/workloads/maxtext_ray/README.md); any other stack as committed."""
+    result = planned(stack)
+    if "training_waits_for" not in result.outputs:
+        return result
+    from components.workloads.maxtext_ray import render as maxtext_render
+
+    parsed = stacks.read_stack_file(stacks.stack_path(stack))
+    workload = copy.deepcopy(parsed.values["gke-tpu-llm:workload"])
+    workload["maxtextRay"].setdefault("image", {})["built"] = f"{maxtext_render.image_tag(result.config)}@{BUILD_DIGEST}"
+    return report.plan(dataclasses.replace(parsed, values={**parsed.values, "gke-tpu-llm:workload": workload}))
 
 
 @pytest.fixture(params=STACKS)

@@ -17,6 +17,7 @@ import yaml
 
 from components import report, stacks
 from components.benchmark import BUCKET_ROLE, ServingBenchmark
+from components.catalog.images import image
 from components.config.errors import ConfigError
 from components.policy.rules import Resource, violations
 from components.render import benchmark as render
@@ -131,7 +132,8 @@ def test_scenario_record_holds_the_scenario_slice_and_versions() -> None:
         "hosts": 1,
         "slices": 1,
     }
-    assert record["image"] == "vllm/vllm-tpu:v0.27.0"
+    assert record["image"] == image("vllm-tpu").ref  # the server's image, by tag and digest
+    assert record["image"].startswith("vllm/vllm-tpu:v0.27.0@sha256:")
     assert record["engine"] == "vllm"
     assert "--tensor-parallel-size=8" in record["serverArgs"]
     assert "vllm.__version__" in env["VERSION_COMMAND"]

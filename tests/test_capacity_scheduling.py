@@ -23,7 +23,7 @@ from components.render.core import get_path, pod_template_paths
 from components.scheduling import needed
 from components.validate import validate_all, validate_object
 from components.workloads.registry import KINDS
-from tests.conftest import STACKS, make_config
+from tests.conftest import BUILD_DIGEST, STACKS, make_config, planned_built
 
 DATA = Path(__file__).parent / "data" / "kueue"
 LADDER = ({"type": "reservation", "reservation": "my-res"}, {"type": "spot"}, {"type": "onDemand"})
@@ -41,11 +41,6 @@ def with_tiers(config: StackConfig, *tiers: dict[str, Any], slices: int | None =
 
 ONE_TIER = [s for s in STACKS if (MANIFESTS_DIR / s).is_dir() and len(stacks.stack_path(s).read_text().split("capacity:")) == 1]
 """Stacks with one capacity tier and committed manifests: what the pure functions are applied to."""
-
-
-def golden(stack: str) -> list[dict[str, Any]]:
-    """The stack's committed manifests (what its one-tier plan registers)."""
-    return [yaml.safe_load(p.read_text()) for p in sorted((MANIFESTS_DIR / stack).glob("*.yaml"))]
 
 
 def stack_config(stack: str) -> StackConfig:
@@ -152,8 +147,9 @@ def test_every_kind_is_exercised_by_a_stack() -> None:
 
 @pytest.mark.parametrize("stack", ONE_TIER)
 def test_every_kind_gets_the_class_under_a_ladder(stack: str) -> None:
-    one_tier = stack_config(stack)
-    objects = golden(stack)
+    # The stack's objects once running (a training stack with its image build recorded: its Ray objects).
+    one_tier = planned_built(stack).config
+    objects = planned_built(stack).manifests
     # One tier: every object is left exactly as it is.
     assert [capacity.apply_scheduling(o, one_tier) for o in objects] == objects
     assert not any(o["apiVersion"] in (capacity.COMPUTE_CLASS_API, capacity.KUEUE_API) for o in objects)
@@ -198,9 +194,9 @@ def test_every_kind_gets_the_class_under_a_ladder(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", ONE_TIER)
 def test_every_kind_joins_the_queue(stack: str) -> None:
-    base = stack_config(stack)
+    base = planned_built(stack).config
     config = with_tiers(base, {"type": "queuedProvisioning"})
-    objects = golden(stack)
+    objects = planned_built(stack).manifests
     changed = [capacity.apply_scheduling(o, config) for o in objects]
     queued = {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}
     for before, after in zip(objects, changed, strict=True):
@@ -361,6 +357,8 @@ def test_ray_job_with_its_own_cluster_keeps_each_slice_in_one_pool() -> None:
         "identity": {"serviceAccount": "maxtext-trainer", "bucketRoles": {"checkpoints": "roles/storage.objectUser"}},
         "tpu": {"zone": "us-east5-a", "capacity": [{"type": "queuedProvisioning"}]},
     }
+    built = f"{ray_render.image_tag(make_config(**train))}@{BUILD_DIGEST}"  # the image's build is recorded
+    train["workload"] = {**train["workload"], "maxtextRay": {"image": {"built": built}}}
     (job,) = ray_render.render_objects(resolve(make_config(**train)))
     assert "rayClusterSpec" in job["spec"]
     config = with_tiers(make_config(**train), *LADDER)

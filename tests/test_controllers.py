@@ -20,7 +20,7 @@ from components.controllers import CRD_ANNOTATIONS, HelmController, crd_object
 from components.crds.controllers import CONTROLLERS, CUSTOM_RESOURCES, MANAGED
 from components.review import compare
 from components.validate import validate_all, validate_object
-from tests.conftest import STACKS, planned
+from tests.conftest import STACKS, planned, planned_built
 
 CRD_PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -146,7 +146,7 @@ def test_workload_kinds_declare_only_known_controllers() -> None:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_rendered_custom_resource_is_declared_and_its_controller_installed(stack: str) -> None:
-    result = planned(stack)
+    result = planned_built(stack)
     info = result.config.kind_info
     served_by = {(r.api_version, r.kind): c.name for c in CONTROLLERS.values() for r in c.resources}
     needs_addon = {(r.api_version, r.kind): m.addon for m in MANAGED.values() for r in m.resources}
@@ -176,7 +176,7 @@ def test_every_rendered_custom_resource_is_declared_and_its_controller_installed
 @pytest.mark.parametrize("stack", sorted(USERS))
 def test_controller_crds_are_registered_and_ordered(stack: str) -> None:
     controller, cr_type, _, _ = USERS[stack]
-    result = planned(stack)
+    result = planned_built(stack)
     version = result.config.controllers.by_controller[controller]
     (component,) = of_type(result, HelmController.TYPE)
     (release,) = of_type(result, RELEASE)

@@ -343,8 +343,8 @@ def test_prod_teardown_destroys_everything_but_the_buckets(tmp_path: Path, capsy
     assert not plan.blockers
     retained = {(i.type, i.physical) for i in plan.retained}
     assert retained == {
-        (steps.BUCKET, "your-project-id-llama-405b-prod-checkpoints"),
-        (steps.BUCKET, "your-project-id-llama-405b-prod-pathways"),
+        (steps.BUCKET, "your-prod-project-id-llama-405b-prod-checkpoints"),
+        (steps.BUCKET, "your-prod-project-id-llama-405b-prod-pathways"),
     }
     destroyed = {i.type for i in plan.destroyed}
     assert {steps.CLUSTER, steps.NODE_POOL, "gcp:storage/bucketIAMMember:BucketIAMMember", steps.K8S_PROVIDER} <= destroyed
@@ -355,7 +355,7 @@ def test_prod_teardown_destroys_everything_but_the_buckets(tmp_path: Path, capsy
     assert main(["teardown", "llama-405b-prod", "--state", str(tmp_path / "after.json")]) == 0
     out = capsys.readouterr().out
     assert "destroyed (0)" in out
-    assert "Bucket your-project-id-llama-405b-prod-checkpoints" in out
+    assert "Bucket your-prod-project-id-llama-405b-prod-checkpoints" in out
     assert plan_teardown(steps.from_state(after)).retained
 
 

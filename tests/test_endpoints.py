@@ -11,12 +11,12 @@ from components import report
 from components.__main__ import print_plan
 from components.endpoints import covers_everyone, endpoints, warnings
 from components.review import render_comment
-from tests.conftest import STACKS, planned
+from tests.conftest import STACKS, planned, planned_built
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_no_stack_exposes_an_endpoint_without_ranges_and_auth(stack: str) -> None:
-    for endpoint in endpoints(planned(stack).manifests):
+    for endpoint in endpoints(planned_built(stack).manifests):
         if endpoint.outside_vpc:
             assert endpoint.source_ranges
             assert not covers_everyone(endpoint.source_ranges)
@@ -26,7 +26,11 @@ def test_no_stack_exposes_an_endpoint_without_ranges_and_auth(stack: str) -> Non
 def test_internal_endpoints_are_listed_without_a_warning() -> None:
     (vllm,) = [e for e in endpoints(planned("llama-70b").manifests) if e.name == "vllm"]
     assert not vllm.outside_vpc
-    assert vllm.who == "anyone in the VPC, without authentication"
+    assert vllm.who == (
+        "any address in the VPC or a network connected to it; pods with app.kubernetes.io/name=collector of namespace "
+        "gmp-system"
+    )
+    assert vllm.authentication == "without authentication"
     assert not warnings(planned("llama-70b").manifests)
 
 
@@ -39,14 +43,16 @@ def test_an_endpoint_outside_the_vpc_is_warned_in_plan_and_review_even_when_unch
     svc["spec"]["loadBalancerSourceRanges"] = ["0.0.0.0/1", "128.0.0.0/1"]  # everyone, in two halves
     (line,) = warnings(head["manifests"])
     assert line == (
-        "LoadBalancer Service llama-70b/vllm :8000 is reachable from outside the VPC by anyone on the internet, "
-        "without authentication"
+        "LoadBalancer Service llama-70b/vllm :8000 is reachable from outside the VPC by: anyone on the internet; pods "
+        "with app.kubernetes.io/name=collector of namespace gmp-system — without authentication"
     )
     comment = render_comment([], {"llama-70b": head})
     assert f"> - `llama-70b`: {line}" in comment
     assert "No stack changes" in comment
     print_plan(planned("llama-70b"))
-    assert "endpoint: LoadBalancer Service llama-70b/vllm :8000 is reachable from inside the VPC only" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "endpoint: LoadBalancer Service llama-70b/vllm :8000 is reachable from inside the VPC only by: any" in printed
+    assert "endpoint: ClusterIP Service custom-metrics/custom-metrics-stackdriver-adapter :443" in printed
 
 
 @pytest.mark.parametrize(
@@ -64,6 +70,7 @@ def test_covers_everyone_parses_ranges(cidrs: list[str], everyone: bool) -> None
 
 
 def test_a_node_port_or_public_lb_without_annotation_is_outside_the_vpc() -> None:
+    """Services the workloads do not render (no selector, no policy) are reported at their widest."""
     objs = [
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a", "namespace": "n"}, "spec": {"type": "NodePort"}},
         {
@@ -76,4 +83,42 @@ def test_a_node_port_or_public_lb_without_annotation_is_outside_the_vpc() -> Non
     ]
     found = endpoints(objs)
     assert [(e.name, e.outside_vpc) for e in found] == [("a", True), ("b", True)]
-    assert found[1].who == "anyone on the internet, without authentication"
+    assert found[1].who == "anyone on the internet and any pod of the cluster"
+    assert found[1].describe() == (
+        "LoadBalancer Service n/b :80 is reachable from outside the VPC by: anyone on the internet and any pod of the "
+        "cluster (externalTrafficPolicy Cluster: the pods see node addresses, so their policies cannot name the "
+        "clients; a node port is open on every node) — without authentication"
+    )
+
+
+def test_a_service_whose_pods_no_policy_isolates_admits_any_source() -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "n"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "ports": [{"name": "web", "containerPort": 8080}]}]},
+            }
+        },
+    }
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "d", "namespace": "n"},
+        "spec": {"selector": {"app": "d"}, "ports": [{"port": 80, "targetPort": "web"}]},
+    }
+    (open_,) = endpoints([deployment, svc])
+    assert open_.describe() == (
+        "ClusterIP Service n/d :80 is reachable from inside the cluster, and from the VPC at its pods' addresses by: "
+        "any source — without authentication"
+    )
+    deny = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "deny", "namespace": "n"},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
+    }
+    (closed,) = endpoints([deployment, svc, deny])
+    assert closed.who == "no one (every connection is refused; kubectl port-forward still works)"

@@ -48,7 +48,8 @@ def test_turning_hardening_on_never_replaces_the_cluster() -> None:
         ({"authorizedNetworks": ["0.0.0.0/1", "128.0.0.0/1"]}, "gke-tpu-llm:cluster.hardening.authorizedNetworks: ['0.0.0.0/1'"),
         (
             {"authorizedNetworks": ["10.0.0.1/8"]},
-            "gke-tpu-llm:cluster.hardening.authorizedNetworks.0: '10.0.0.1/8' is not a CIDR",
+            "gke-tpu-llm:cluster.hardening.authorizedNetworks.0: '10.0.0.1/8' has host bits set after the prefix "
+            "(the range is 10.0.0.0/8)",
         ),
     ],
 )

@@ -14,6 +14,7 @@ import pytest
 
 from components import mockengine, report, stacks
 from components.capacity import StackPlan, resolve
+from components.catalog.images import pinned
 from components.config.errors import ConfigError
 from components.platform import build_platform
 from components.validate import validate_all
@@ -198,7 +199,7 @@ def test_render_405b_lws_matches_the_seed() -> None:
     leader, worker = containers(template["leaderTemplate"]), containers(template["workerTemplate"])
     assert list(leader) == ["pathways-proxy", "pathways-rm", "jax-tpu", "jetstream-http"]
     for name, c in {**leader, **worker}.items():
-        assert c["image"] == SEED_IMAGES[name]
+        assert c["image"] == pinned(*SEED_IMAGES[name].rsplit(":", 1))  # the seed's tag, by catalog digest
         assert c["ports"] == [{"containerPort": SEED_PORTS[name]}]
     checkpoint = "gs://ckpt-bucket/maxtext/llama-3.1-405b/int8"
     assert leader["jax-tpu"]["args"] == filled(SEED_405B_SERVER_ARGS, checkpoint)
@@ -320,7 +321,7 @@ def test_render_conversion_job_follows_the_converter(
     job = kind(objs, "Job")
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/inference-checkpoint:v0.2.5"
+    assert container["image"] == pinned("us-docker.pkg.dev/cloud-tpu-images/inference/inference-checkpoint", "v0.2.5")
     # The upstream args but --meta_url: the entrypoint reads $META_URL, so the URL is in no argv.
     assert container["command"] == ["/bin/bash", "-c", render.CONVERTER_WRAPPER, "/usr/bin/checkpoint_converter.sh"]
     assert container["args"] == [

@@ -25,7 +25,7 @@ from components.controllers import HelmController
 from components.crds.controllers import CONTROLLERS, KUEUE_FRAMEWORKS, MANAGED, MANAGER_CONFIG, kueue_values
 from components.crds.vendor import render_crd_template
 from components.validate import CONTROLLER_RESOURCES, CUSTOM_RESOURCE_SCHEMAS, validate_all, validate_object
-from tests.conftest import STACKS, planned
+from tests.conftest import STACKS, planned_built
 
 DATA = Path(__file__).parent / "data" / "kueue"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -72,11 +72,12 @@ def test_kueue_is_declared_like_lws_and_jobset() -> None:
     assert {r.kind for r in kueue.resources} == DECLARED_KUEUE_KINDS
     assert {r.api_version for r in kueue.resources} == {KUEUE_API}
     assert all(CONTROLLER_RESOURCES[(KUEUE_API, kind)] == "kueue" for kind in DECLARED_KUEUE_KINDS)
-    # LWS and JobSet keep their chart's crds/ and the chart's default values.
+    # LWS and JobSet keep their chart's crds/ and the chart's default values but the image (tests/test_images.py).
     assert not CONTROLLERS["lws"].crds_in_templates
     assert not CONTROLLERS["jobset"].crds_in_templates
     assert CONTROLLERS["lws"].values("0.10.0") == {}
     assert CONTROLLERS["jobset"].values("0.12.0") == {}
+    assert set(CONTROLLERS["jobset"].helm_values("0.12.0")) == {"image"}
 
 
 def test_controllers_table_agrees_with_controllers_spec() -> None:
@@ -332,7 +333,8 @@ def test_kueue_release_applies_its_own_crds_and_gets_our_values() -> None:
     assert release.inputs["namespace"] == "kueue-system"
     assert release.inputs["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
     assert release.inputs["version"] == "0.19.2"
-    assert release.inputs["values"] == kueue_values("0.19.2")
+    assert release.inputs["values"] == CONTROLLERS["kueue"].helm_values("0.19.2")
+    assert release.inputs["values"]["managerConfig"] == kueue_values("0.19.2")["managerConfig"]
     assert release.inputs["skipAwait"] is False  # dependents wait for the controller and its webhooks
 
 
@@ -362,7 +364,7 @@ def test_stacks_that_queue_install_kueue_before_their_queue_objects() -> None:
     # for it; the objects validate against the configured release's CRDs.
     queued = 0
     for stack in STACKS:
-        result = planned(stack)
+        result = planned_built(stack)
         kueue_objects = [r for r in result.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")]
         releases = [r for r in result.resources if r.type == RELEASE and r.inputs["name"] == "kueue"]
         if not kueue_objects:
@@ -371,7 +373,7 @@ def test_stacks_that_queue_install_kueue_before_their_queue_objects() -> None:
         queued += 1
         (release,) = releases
         assert release.inputs["version"] == result.config.controllers.kueue_version
-        assert release.inputs["values"] == kueue_values(release.inputs["version"])
+        assert release.inputs["values"] == CONTROLLERS["kueue"].helm_values(release.inputs["version"])
         assert not [r for r in result.resources if r.type == CRD_PATCH and r.name.startswith("kueue-crd-")]
         for obj in kueue_objects:
             assert release.urn in obj.dependencies, (stack, obj.name)

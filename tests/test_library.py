@@ -215,7 +215,7 @@ def test_pool_args_are_checked_by_the_config_rules(override: dict[str, Any], exp
         ({"release_channel": "BETA"}, ["release_channel: 'BETA' is not an allowed value", "'RAPID', 'REGULAR' or 'STABLE'"]),
         ({"system_machine_type": "e2-standard-3"}, ["system_machine_type: 'e2-standard-3' is not a Compute Engine machine type"]),
         ({"system_nodes_per_zone": 0}, ["system_nodes_per_zone: 0 is out of range"]),
-        ({"authorized_networks": ["10.0.0.0/33"]}, ["authorized_networks.0: '10.0.0.0/33' is not a CIDR network"]),
+        ({"authorized_networks": ["10.0.0.0/33"]}, ["authorized_networks.0: '10.0.0.0/33' is not a CIDR range"]),
         ({"location_type": "zonal"}, ["zone: None is required for a zonal cluster"]),
         ({"zone": "europe-west4-a"}, ["zone: 'europe-west4-a' is not in region us-east5", "zones of us-east5: us-east5-a"]),
         ({"addons": {"istio"}}, ["addons: ['istio'] are not add-ons this component enables", "gcsFuseCsiDriver, rayOperator"]),

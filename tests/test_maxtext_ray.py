@@ -3,6 +3,7 @@ RayJob, the spec's rules, the components under mocks and the issue's acceptance 
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import math
@@ -27,10 +28,11 @@ from components.render import capacity
 from components.validate import validate_all
 from components.workloads.maxtext_ray import component as component
 from components.workloads.maxtext_ray import render as render
-from tests.conftest import make_config, planned
+from components.workloads.maxtext_ray import spec as spec
+from tests.conftest import BUILD_DIGEST, make_config, planned, planned_built
 
 STACK = "llama3-8b-train"
-TRAINER_PATH = render.IMAGE_CONTEXT / "maxtext_ray_trainer.py"
+TRAINER_PATH = spec.IMAGE_CONTEXT / "maxtext_ray_trainer.py"
 
 TRAIN: dict[str, Any] = {
     "workload": {"kind": "maxtext-ray", "model": "llama3-8b", "maxTargetLength": 4096, "perDeviceBatchSize": 1},
@@ -39,11 +41,18 @@ TRAIN: dict[str, Any] = {
 }
 
 
-def train_plan(**override: Any) -> StackPlan:
+def train_plan(*, built: bool = True, **override: Any) -> StackPlan:
+    """A training stack; ``built``: with its image's build recorded (``image.built``), so it has Ray objects."""
     merged = {key: value for key, value in TRAIN.items()}
     for key, value in override.items():
         merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
-    return resolve(make_config(**merged))
+    plan = resolve(make_config(**merged))
+    if not built:
+        return plan
+    workload = copy.deepcopy(merged["workload"])
+    image = workload.setdefault("maxtextRay", {}).setdefault("image", {})
+    image["built"] = f"{render.image_tag(plan.config)}@{BUILD_DIGEST}"
+    return resolve(make_config(**{**merged, "workload": workload}))
 
 
 def load_trainer() -> types.ModuleType:
@@ -255,7 +264,7 @@ def test_trainer_main_fails_fast_on_a_mismatch_before_touching_ray(
 
 
 def test_trainer_accepts_exactly_the_command_the_stack_renders(trainer: types.ModuleType) -> None:
-    for stack in (train_plan(), train_plan(tpu={"topology": "4x8"}), planned(STACK).stack_plan):
+    for stack in (train_plan(), train_plan(tpu={"topology": "4x8"}), planned_built(STACK).stack_plan):
         argv = shlex.split(render.entrypoint(stack))
         assert argv[:2] == ["python", render.TRAINER]
         args = trainer.parse_args(argv[2:])
@@ -361,27 +370,49 @@ def test_render_objects_validate_against_the_kuberay_schemas() -> None:
 def test_render_image_is_pinned_and_its_tag_follows_the_build_context(tmp_path: Path) -> None:
     config = train_plan().config
     ref = render.image_ref(config)
-    assert ref.startswith("us-east5-docker.pkg.dev/test-project-123/test/ray-maxtext:ray2.49.1-maxtext0.1.0-")
-    assert not ref.endswith(":latest")
-    for name in render.IMAGE_FILES:
-        shutil.copy(render.IMAGE_CONTEXT / name, tmp_path / name)
-    same = render.context_digest.__wrapped__(tmp_path)
-    assert same == render.context_digest()
+    name = "us-east5-docker.pkg.dev/test-project-123/test/ray-maxtext:ray2.49.1-maxtext0.1.0-"
+    assert ref.startswith(name)
+    assert ref.endswith(f"@{BUILD_DIGEST}")  # by tag and the digest the build recorded
+    assert ref == f"{render.image_name(config)}@{BUILD_DIGEST}"
+    for file in spec.IMAGE_FILES:
+        shutil.copy(spec.IMAGE_CONTEXT / file, tmp_path / file)
+    same = spec.context_digest.__wrapped__(tmp_path)
+    assert same == spec.context_digest()
     with (tmp_path / "maxtext_ray_trainer.py").open("a") as handle:
         handle.write("\n# edited\n")
-    assert render.context_digest.__wrapped__(tmp_path) != same
+    assert spec.context_digest.__wrapped__(tmp_path) != same
     assert render.image_tag(config, "f" * 64).endswith("-ffffffffffff")
-    pinned = train_plan(workload={"maxtextRay": {"image": {"tag": "v7", "repository": "images"}}}).config
-    assert render.image_ref(pinned) == "us-east5-docker.pkg.dev/test-project-123/images/ray-maxtext:v7"
+    tagged = train_plan(workload={"maxtextRay": {"image": {"tag": "v7", "repository": "images"}}}).config
+    assert render.image_ref(tagged) == f"us-east5-docker.pkg.dev/test-project-123/images/ray-maxtext:v7@{BUILD_DIGEST}"
+
+
+def test_image_built_is_refused_for_another_tag_and_objects_wait_for_it() -> None:
+    # Before the build: no digest, so no Ray objects, no flows to them, and an output that says why.
+    waiting = train_plan(built=False)
+    assert not render.training_ready(waiting.config)
+    assert render.render_objects(waiting) == []
+    assert render.network_intents(waiting) == ()
+    with pytest.raises(ValueError, match="no recorded digest"):
+        render.image_ref(waiting.config)
+    # A digest recorded for an earlier tag (the Dockerfile or a pin changed since) is refused at load.
+    stale = {"maxtextRay": {"image": {"rayVersion": "2.49.0", "built": f"{render.image_tag(waiting.config)}@{BUILD_DIGEST}"}}}
+    with pytest.raises(ConfigError) as info:
+        train_plan(built=False, workload=stale)
+    text = str(info.value)
+    assert "gke-tpu-llm:workload.maxtextRay.image.built:" in text
+    assert "but the image is now tag ray2.49.0-maxtext0.1.0-" in text
+    assert "run image_build_command" in text
+    with pytest.raises(ConfigError, match=re.escape("maxtextRay.image.built")):
+        train_plan(built=False, workload={"maxtextRay": {"image": {"built": "sha256:" + "5" * 64}}})  # no tag
 
 
 def test_image_context_hashes_every_file_the_image_is_built_from() -> None:
-    present = {p.name for p in render.IMAGE_CONTEXT.iterdir() if p.is_file() and p.suffix != ".pyc"}
-    assert present - {"cloudbuild.yaml", ".gcloudignore"} == set(render.IMAGE_FILES)
+    present = {p.name for p in spec.IMAGE_CONTEXT.iterdir() if p.is_file() and p.suffix != ".pyc"}
+    assert present - {"cloudbuild.yaml", ".gcloudignore"} == set(spec.IMAGE_FILES)
 
 
 def test_image_dockerfile_and_cloudbuild_agree_with_the_render() -> None:
-    text = (render.IMAGE_CONTEXT / "Dockerfile").read_text()
+    text = (spec.IMAGE_CONTEXT / "Dockerfile").read_text()
     dockerfile = "\n".join(line for line in text.splitlines() if not line.startswith("#")) + "\n"
     # Pins come only from the stack (build arguments without defaults), never :latest.
     assert "ARG RAY_VERSION\n" in dockerfile
@@ -392,16 +423,28 @@ def test_image_dockerfile_and_cloudbuild_agree_with_the_render() -> None:
     assert "git clone" not in dockerfile
     assert f"COPY maxtext_ray_trainer.py {render.TRAINER}" in dockerfile
     assert str(Path(render.MAXTEXT_CONFIG).parent) in dockerfile
-    requirements = (render.IMAGE_CONTEXT / "requirements.txt").read_text().split()
+    requirements = (spec.IMAGE_CONTEXT / "requirements.txt").read_text().split()
     assert [r for r in requirements if not r.startswith("#") and "==" in r] == ["uv==0.9.30"]
-    build = yaml.safe_load((render.IMAGE_CONTEXT / "cloudbuild.yaml").read_text())
-    command = shlex.split(render.build_command(train_plan().config))
-    assert command[:4] == ["gcloud", "builds", "submit", render.IMAGE_CONTEXT_IN_REPO]
-    substitutions = dict(kv.split("=", 1) for kv in command[-1].removeprefix("--substitutions=").split(","))
+    build = yaml.safe_load((spec.IMAGE_CONTEXT / "cloudbuild.yaml").read_text())
+    config = train_plan(built=False).config
+    command = render.build_command(config)
+    # digest=$(gcloud builds submit ...) && pulumi config set --path <key> "<tag>@$digest"
+    assert command.startswith("digest=$(")
+    assert ") && " in command
+    submit, record = command.removeprefix("digest=$(").split(") && ", 1)
+    argv = shlex.split(submit)
+    assert argv[:4] == ["gcloud", "builds", "submit", render.IMAGE_CONTEXT_IN_REPO]
+    assert argv[-2:] == ["--suppress-logs", "--format=value(results.images[0].digest)"]
+    (flag,) = [a for a in argv if a.startswith("--substitutions=")]
+    substitutions = dict(kv.split("=", 1) for kv in flag.removeprefix("--substitutions=").split(","))
     used = {token for step in build["steps"] for arg in step["args"] for token in _substitutions(arg)}
     assert used | {token for image in build["images"] for token in _substitutions(image)} == set(substitutions)
-    assert substitutions["_IMAGE"] == render.image_ref(train_plan().config)
+    assert substitutions["_IMAGE"] == render.image_name(config)
     assert (substitutions["_RAY_VERSION"], substitutions["_MAXTEXT_VERSION"]) == ("2.49.1", "0.1.0")
+    tag = render.image_tag(config)
+    assert shlex.split(record.replace("$digest", BUILD_DIGEST)) == [
+        "pulumi", "config", "set", "--path", "gke-tpu-llm:workload.maxtextRay.image.built", f"{tag}@{BUILD_DIGEST}"
+    ]  # fmt: skip
 
 
 def _substitutions(text: str) -> set[str]:
@@ -507,7 +550,21 @@ def test_component_registers_repository_node_grant_and_ray_objects() -> None:
     assert holder["rayjob_status_command"] == "kubectl get rayjob llama3-8b-4096-v6e-4x4 -n test"
     assert holder["rayjob_logs_command"] == "kubectl logs -f job/llama3-8b-4096-v6e-4x4 -n test"
     assert holder["training_output"] == "gs://test-project-123-test-checkpoints/maxtext/llama3-8b-4096-v6e-4x4/"
-    assert holder["image_build_command"].startswith("gcloud builds submit components/workloads/maxtext_ray/image ")
+    assert holder["image_build_command"].startswith("digest=$(gcloud builds submit components/workloads/maxtext_ray/image ")
+    assert "training_waits_for" not in holder
+
+
+def test_component_before_the_build_creates_the_repository_alone() -> None:
+    stack = train_plan(built=False)
+    holder: dict[str, Any] = {}
+    records, _ = mockengine.record(lambda: holder.update(build_workload(stack)), stack="test", project="test-project-123")
+    types_ = {r.type for r in records}
+    repository = "gcp:artifactregistry/repository:Repository"
+    assert {repository, "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"} <= types_
+    assert not {component.RayTraining.TYPE, "kubernetes:ray.io/v1:RayCluster", "kubernetes:ray.io/v1:RayJob"} & types_
+    assert holder["training_image"] == render.image_name(stack.config)  # the name the build pushes
+    assert "run image_build_command" in holder["training_waits_for"]
+    assert not {"rayjob", "rayjob_logs_command", "ray_dashboard_command"} & set(holder)
 
 
 def test_component_type_tokens_name_this_module() -> None:
@@ -519,7 +576,7 @@ def test_component_type_tokens_name_this_module() -> None:
 
 
 def test_acceptance_plan_json_shows_the_training_stack() -> None:
-    data = report.plan_json(planned(STACK))
+    data = report.plan_json(planned_built(STACK))
     assert data["cluster"]["addons"] == ["gcsFuseCsiDriver", "rayOperator"]
     resources = data["resources"]
     (cluster,) = [r for r in resources if r["type"] == "gcp:container/cluster:Cluster"]
@@ -549,8 +606,19 @@ def test_acceptance_plan_json_shows_the_training_stack() -> None:
     assert mesh == (4, 4)
     assert math.prod(mesh) == data["slices"][0]["chips"] == 16
     assert data["outputs"]["rayjob_status_command"].startswith("kubectl get rayjob ")
-    assert data["outputs"]["image_build_command"].count(image) == 1
+    assert image.endswith(f"@{BUILD_DIGEST}")
+    assert data["outputs"]["image_build_command"].count(image.rpartition("@")[0]) == 1
     assert validate_all(data["manifests"]) == []
+
+
+def test_acceptance_committed_stack_waits_for_its_build(capsys: pytest.CaptureFixture[str]) -> None:
+    # The committed stack records no build: it plans the repository and says what to run, with no
+    # Ray object in its manifests (so every image the manifests reference carries a digest).
+    result = planned(STACK)
+    assert not [m for m in result.manifests if m["kind"] in ("RayCluster", "RayJob")]
+    assert "image_build_command" in result.outputs
+    assert cli(["plan", STACK]) == 0
+    assert "waiting: the training image's digest, known once it is built" in capsys.readouterr().out
 
 
 def _bad_stack(tmp_path: Path, workload: dict[str, Any]) -> Path:
@@ -579,7 +647,7 @@ def test_acceptance_plan_exits_2_when_the_job_cannot_run(
 
 
 def test_acceptance_stack_outputs_are_json() -> None:
-    outputs = planned(STACK).outputs
+    outputs = planned_built(STACK).outputs
     for key in ("image_build_command", "rayjob_logs_command", "ray_dashboard_command", "training_output"):
         assert isinstance(outputs[key], str)
     json.dumps(outputs)
@@ -615,7 +683,7 @@ def test_queued_rayjob_embeds_the_standalone_cluster_spec_and_shuts_it_down() ->
 
 
 def test_queued_stack_plans_one_queued_rayjob_and_no_raycluster() -> None:
-    result = planned(QUEUED_STACK)
+    result = planned_built(QUEUED_STACK)
     stack = result.stack_plan
     kinds = [m["kind"] for m in result.manifests]
     assert "RayCluster" not in kinds
@@ -645,7 +713,7 @@ def test_queued_stack_plans_one_queued_rayjob_and_no_raycluster() -> None:
     # The network policies select the embedded cluster's pods by their template labels: the same
     # policies as the standalone cluster's, for this stack's instance label.
     policies = {m["metadata"]["name"]: m["spec"] for m in result.manifests if m["kind"] == "NetworkPolicy"}
-    standalone = {m["metadata"]["name"]: m["spec"] for m in planned(STACK).manifests if m["kind"] == "NetworkPolicy"}
+    standalone = {m["metadata"]["name"]: m["spec"] for m in planned_built(STACK).manifests if m["kind"] == "NetworkPolicy"}
     renamed = json.dumps(standalone).replace(f'"{STACK}"', f'"{QUEUED_STACK}"')
     assert policies == json.loads(renamed)
     assert policies["allow-ray-cluster"]["podSelector"]["matchLabels"] == {"app.kubernetes.io/instance": QUEUED_STACK}
@@ -665,21 +733,14 @@ def test_queued_rayjob_strict_validation_covers_the_embedded_cluster() -> None:
 
 
 def test_non_queued_stacks_keep_the_standalone_cluster_exactly() -> None:
-    from components.manifests import MANIFESTS_DIR
-
     for name in (STACK, "llama3-8b-train-v5p"):
-        result = planned(name)
+        result = planned_built(name)
         assert not render.embeds_cluster(result.config)
         ray = [m for m in result.manifests if m["kind"] in ("RayCluster", "RayJob")]
         assert [m["kind"] for m in ray] == ["RayCluster", "RayJob"]
         assert ray[1]["spec"]["clusterSelector"] == {"ray.io/cluster": render.CLUSTER_NAME}
         assert not {"rayClusterSpec", "shutdownAfterJobFinishes", "ttlSecondsAfterFinished"} & set(ray[1]["spec"])
         assert result.outputs["ray_cluster"] == f"{result.config.namespace}/{render.CLUSTER_NAME}"
-        golden_dir = MANIFESTS_DIR / name
-        if golden_dir.is_dir():  # the committed goldens of the stack's Ray objects, unchanged
-            files = [*golden_dir.glob("*-raycluster-*.yaml"), *golden_dir.glob("*-rayjob-*.yaml")]
-            golden = [yaml.safe_load(p.read_text()) for p in files]
-            assert golden == ray
 
 
 def test_queued_component_registers_the_rayjob_alone(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ The flows a stack needs are derived here from its rendered objects, independentl
 ``components.render.netpol`` and of the workloads' ``network_intents``:
 
 * a Service's clients reach the ports it targets (``targetPort`` resolved on the selected pods):
-  the pods of its namespace for a ClusterIP Service, every source for a LoadBalancer;
+  the pods of its namespace for a ClusterIP Service; for a LoadBalancer, the addresses outside the
+  cluster in its ``loadBalancerSourceRanges`` (every one without them) and no pod;
 * an APIService's backend Service is reached from the control plane (every source);
 * Managed Prometheus collectors reach the ports a PodMonitoring scrapes;
 * the pods one LeaderWorkerSet, JobSet replicated Job or RayCluster creates form one distributed
@@ -15,7 +16,7 @@ The flows a stack needs are derived here from its rendered objects, independentl
   the publish Job's ``SAX_HTTP_ADDRESS``, and a RayJob's submitter (and KubeRay, from kube-system)
   calling the head's ``dashboard`` port.
 
-A small evaluator applies the rendered NetworkPolicies with Kubernetes' semantics and every
+The evaluator of ``components.reach`` applies the rendered NetworkPolicies and every
 (source, pod, port) combination of a universe of sources — every rendered pod, a pod of another
 namespace, an unlabelled pod of the workload's namespace, Managed Prometheus, kube-system, an
 address outside the cluster — is checked: allowed exactly when needed.
@@ -28,19 +29,22 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from components import steps
+from components import mockengine, reach, steps
+from components.config.errors import ConfigError
 from components.render import netpol
 from components.render.core import get_path, pod_template_paths
 from components.review import compare_stack
 from components.workloads.registry import KINDS
-from tests.conftest import STACKS, planned
+from tests.conftest import STACKS, planned, planned_built
+from tests.test_bad_inputs import cluster, run_cli, write_stack
 from tests.test_day2 import variant
 
-# ---------------------------------------------------------------- the evaluator (Kubernetes semantics)
+# ---------------------------------------------------------------- the evaluator (components.reach)
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,9 @@ class Source:
     """None: not a pod (an address outside the cluster)."""
     labels: tuple[tuple[str, str], ...] = ()
     ip: str | None = None
+
+    def as_reach(self) -> reach.Source:
+        return reach.Source(namespace=self.namespace, labels=self.labels, address=self.ip)
 
 
 @dataclass(frozen=True)
@@ -64,86 +71,15 @@ class Dest:
     args: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
 
-
-def _match_selector(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and labels.get(key) in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
-
-
-def _namespace_labels(namespace: str) -> dict[str, str]:
-    return {"kubernetes.io/metadata.name": namespace}
-
-
-def _peer_matches(peer: Mapping[str, Any], policy_namespace: str, source: Source) -> bool:
-    if "ipBlock" in peer:
-        if source.ip is None:
-            return False
-        address = ipaddress.ip_address(source.ip)
-        block = peer["ipBlock"]
-        return address in ipaddress.ip_network(block["cidr"]) and not any(
-            address in ipaddress.ip_network(e) for e in block.get("except") or []
-        )
-    if source.namespace is None:
-        return False
-    labels = dict(source.labels)
-    if "namespaceSelector" in peer:
-        if not _match_selector(peer["namespaceSelector"], _namespace_labels(source.namespace)):
-            return False
-    elif source.namespace != policy_namespace:
-        return False
-    return "podSelector" not in peer or _match_selector(peer["podSelector"], labels)
-
-
-def _port_matches(rule_ports: Sequence[Mapping[str, Any]] | None, dest: Dest, port: int, protocol: str) -> bool:
-    if not rule_ports:
-        return True
-    for p in rule_ports:
-        if p.get("protocol", "TCP") != protocol:
-            continue
-        if "port" not in p:
-            return True
-        wanted = p["port"]
-        if isinstance(wanted, str):
-            if any(name == wanted and number == port for name, number, _ in dest.ports):
-                return True
-        elif wanted <= port <= p.get("endPort", wanted):
-            return True
-    return False
+    @property
+    def pod(self) -> reach.Pod:
+        return reach.Pod(self.namespace, self.labels, self.ports, self.name)
 
 
 def allowed(policies: Sequence[Mapping[str, Any]], source: Source, dest: Dest, port: int, protocol: str = "TCP") -> bool:
-    labels = dict(dest.labels)
-    selecting = [
-        p
-        for p in policies
-        if p["metadata"]["namespace"] == dest.namespace
-        and _match_selector(p["spec"]["podSelector"], labels)
-        and "Ingress" in p["spec"].get("policyTypes", ["Ingress"])
-    ]
-    if not selecting:
-        return True  # not isolated
-    for policy in selecting:
-        for rule in policy["spec"].get("ingress") or []:
-            peers = rule.get("from")
-            if peers and not any(_peer_matches(peer, policy["metadata"]["namespace"], source) for peer in peers):
-                continue
-            if _port_matches(rule.get("ports"), dest, port, protocol):
-                return True
-    return False
+    """Kubernetes NetworkPolicy semantics, as ``components.reach`` evaluates them (its own cases are
+    in tests/test_reach.py)."""
+    return reach.admits(policies, source.as_reach(), dest.pod, port, protocol)
 
 
 # ---------------------------------------------------------------- rendered pods and the flows they need
@@ -159,6 +95,7 @@ COLLECTOR = Source(
 )
 KUBE_SYSTEM = Source("kube-system pod (GKE-hosted controllers)", "kube-system", (("k8s-app", "konnectivity-agent"),))
 OUTSIDE = Source("address outside the cluster", None, ip="203.0.113.7")
+VPC_CLIENT = Source("address in the VPC", None, ip="10.128.0.5")
 
 
 def _plain(values: Iterable[Any]) -> tuple[str, ...]:
@@ -200,7 +137,7 @@ def as_source(dest: Dest) -> Source:
 def universe(manifests: Sequence[Mapping[str, Any]]) -> list[Source]:
     namespaces = sorted({d.namespace for d in dests(manifests)})
     unlabelled = [Source(f"unlabelled pod in {ns}", ns, (("run", "debug"),)) for ns in namespaces]
-    return [*(as_source(d) for d in dests(manifests)), *unlabelled, STRANGER, COLLECTOR, KUBE_SYSTEM, OUTSIDE]
+    return [*(as_source(d) for d in dests(manifests)), *unlabelled, STRANGER, COLLECTOR, KUBE_SYSTEM, OUTSIDE, VPC_CLIENT]
 
 
 Need = tuple[str, str, int]
@@ -237,8 +174,16 @@ def needed(manifests: Sequence[Mapping[str, Any]]) -> set[Need]:
     for (namespace, name), svc in services.items():
         spec = svc["spec"]
         targets = _selected(all_dests, namespace, spec.get("selector") or {})
-        if (namespace, name) in control_plane_backends or spec.get("type") in ("LoadBalancer", "NodePort"):
+        if (namespace, name) in control_plane_backends:
             clients = sources
+        elif spec.get("type") in ("LoadBalancer", "NodePort"):
+            # The load balancer's clients keep their addresses (externalTrafficPolicy: Local): the
+            # addresses outside the cluster in its source ranges (all of them without ranges), no pod.
+            assert spec.get("externalTrafficPolicy") == "Local", f"{namespace}/{name}"
+            ranges = [ipaddress.ip_network(c) for c in spec.get("loadBalancerSourceRanges") or ["0.0.0.0/0"]]
+            clients = [
+                s for s in sources if s.namespace is None and s.ip and any(ipaddress.ip_address(s.ip) in r for r in ranges)
+            ]
         else:
             clients = [s for s in sources if s.namespace == namespace]
         for port in spec["ports"]:
@@ -290,7 +235,7 @@ def policies_of(manifests: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_policies_admit_exactly_the_needed_flows(stack: str) -> None:
-    manifests = planned(stack).manifests
+    manifests = planned_built(stack).manifests  # a training stack's objects once its image is built
     policies = policies_of(manifests)
     need = needed(manifests)
     assert need, "no flows derived"
@@ -306,7 +251,7 @@ def test_policies_admit_exactly_the_needed_flows(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_workload_namespace_denies_ingress_by_default(stack: str) -> None:
-    manifests = planned(stack).manifests
+    manifests = planned_built(stack).manifests
     namespaces = {d.namespace for d in dests(manifests)}
     assert namespaces == {o["metadata"]["name"] for o in manifests if o["kind"] == "Namespace"}
     for namespace in namespaces:
@@ -320,7 +265,7 @@ def test_every_workload_namespace_denies_ingress_by_default(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_default_deny_is_created_after_the_flows_and_after_the_namespace(stack: str) -> None:
-    resources = planned(stack).resources
+    resources = planned_built(stack).resources
     namespaces = {r.inputs["metadata"]["name"]: r.urn for r in resources if r.type == "kubernetes:core/v1:Namespace"}
     policies = [r for r in resources if r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy"]
     assert policies
@@ -339,7 +284,7 @@ def _dest(manifests: Sequence[Mapping[str, Any]], role: str) -> Dest:
 
 def test_the_issue_flows_are_closed() -> None:
     """The issue: any pod could reach the Ray job API, the Saxml admin and publish endpoints, JetStream."""
-    ray = planned("llama3-8b-train").manifests
+    ray = planned_built("llama3-8b-train").manifests
     head, worker = _dest(ray, "ray-head"), _dest(ray, "ray-worker")
     for port in (8265, 6379, 10001, 8080, 52365):
         assert not allowed(policies_of(ray), STRANGER, head, port)
@@ -356,7 +301,7 @@ def test_the_issue_flows_are_closed() -> None:
     assert allowed(policies_of(sax), as_source(_dest(sax, "sax-publish")), _dest(sax, "sax-http"), 8888)
 
     for stack in ("llama-405b", "llama2-70b-disagg"):
-        js = planned(stack).manifests
+        js = planned_built(stack).manifests
         leader, pw = _dest(js, "jetstream-leader"), _dest(js, "pathways-worker")
         for port in (8000, 9000, *(n for _, n, _ in leader.ports)):
             assert not allowed(policies_of(js), STRANGER, leader, port)
@@ -430,14 +375,53 @@ def test_a_local_traffic_load_balancer_admits_its_source_ranges_only() -> None:
         stack="s",
     )
     assert policy["spec"]["ingress"][0]["from"] == [{"ipBlock": {"cidr": "10.8.0.0/16"}}]
-    cluster = _service(type="LoadBalancer", loadBalancerSourceRanges=["10.8.0.0/16"])
+    no_ranges = _service(type="LoadBalancer", externalTrafficPolicy="Local")
     _, policy = netpol.render_network_policies(
-        [_deployment([{"name": "web", "containerPort": 8080}]), cluster],
+        [_deployment([{"name": "web", "containerPort": 8080}]), no_ranges],
         [netpol.ServiceClients("api", "api", why="w")],
         namespace="ns",
         stack="s",
     )
-    assert "from" not in policy["spec"]["ingress"][0], "SNAT by the forwarding node: the source is a node"
+    assert policy["spec"]["ingress"][0]["from"] == [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "outside the cluster, no pod"
+
+
+@pytest.mark.parametrize("kind", ["LoadBalancer", "NodePort"])
+def test_a_load_balanced_port_that_hides_its_clients_fails_the_plan(kind: str) -> None:
+    """externalTrafficPolicy: Cluster (the default): the forwarding node replaces the clients'
+    addresses, so the only policy left would be one without ``from``, which no serving port gets."""
+    with pytest.raises(netpol.NetworkPolicyError, match=f"is a {kind} with externalTrafficPolicy Cluster"):
+        netpol.render_network_policies(
+            [_deployment([{"name": "web", "containerPort": 8080}]), _service(type=kind, loadBalancerSourceRanges=["10.0.0.0/8"])],
+            [netpol.ServiceClients("api", "api", why="w")],
+            namespace="ns",
+            stack="s",
+        )
+
+
+def test_load_balanced_services_keep_client_addresses_and_open_no_node_port() -> None:
+    assert netpol.load_balanced_service_fields("v2") == {"externalTrafficPolicy": "Local", "allocateLoadBalancerNodePorts": False}
+    for stack in STACKS:
+        for svc in (m for m in planned_built(stack).manifests if m["kind"] == "Service" and m["spec"]["type"] == "LoadBalancer"):
+            assert svc["spec"]["externalTrafficPolicy"] == "Local", f"{stack}: {svc['metadata']['name']}"
+            assert svc["spec"]["allocateLoadBalancerNodePorts"] is False, f"{stack}: {svc['metadata']['name']}"
+
+
+@pytest.mark.parametrize("stack", ["llama-70b", "saxml-175b"])
+def test_the_legacy_dataplane_is_refused_for_a_load_balanced_service(
+    stack: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calico matches ipBlocks against pod addresses: the load balancer's ranges would admit every pod
+    in them. Refused by the config (exit 2, nothing registered), and by the renderer as a backstop."""
+    monkeypatch.setattr(mockengine, "run_program", lambda *a, **k: pytest.fail("the program ran for a refused config"))
+    code, err = run_cli(["plan", "--config", str(write_stack(tmp_path, stack, cluster(dataplane="legacy")))], capsys)
+    assert code == 2
+    assert "gke-tpu-llm:cluster.dataplane: 'legacy' enforces NetworkPolicies with Calico" in err
+    assert "Fix: set cluster.dataplane: v2" in err
+    with pytest.raises(ConfigError) as info:
+        netpol.load_balanced_service_fields("legacy")
+    (violation,) = info.value.violations
+    assert (violation.key, violation.value) == ("gke-tpu-llm:cluster.dataplane", "legacy")
+    assert "calico#6634" in violation.problem
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,7 @@ import pytest
 
 from components.render.core import get_path, pod_template_paths, with_baseline_security
 from components.workloads.registry import KINDS
-from tests.conftest import STACKS, planned
+from tests.conftest import STACKS, planned_built
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "components"
@@ -271,7 +271,7 @@ def test_the_check_follows_chains_and_skips_what_does_not_run(tmp_path: Path) ->
 
 
 def test_every_registered_workload_kind_has_a_committed_stack() -> None:
-    covered = {planned(stack).config.workload.kind for stack in STACKS}
+    covered = {planned_built(stack).config.workload.kind for stack in STACKS}
     missing = sorted(info.kind for info in KINDS if info.kind not in covered)
     assert not missing, f"no stack under stacks/ deploys {missing}: add one, so its objects are checked and golden"
 
@@ -280,7 +280,7 @@ def test_every_registered_workload_kind_has_a_committed_stack() -> None:
 def test_every_registered_pod_template_carries_the_baseline_from_its_renderer(stack: str) -> None:
     """Registration adds nothing, so a template without the baseline comes from a renderer that
     forgot ``with_baseline_security``; applying it again must change nothing."""
-    templated = [obj for obj in planned(stack).manifests if pod_template_paths(obj)]
+    templated = [obj for obj in planned_built(stack).manifests if pod_template_paths(obj)]
     assert templated  # every stack runs pods
     for obj in templated:
         secured = with_baseline_security(obj)
@@ -297,7 +297,7 @@ def test_every_registered_pod_template_carries_the_baseline_from_its_renderer(st
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_kubernetes_object_that_names_a_bucket_depends_on_it(stack: str) -> None:
-    resources = planned(stack).resources
+    resources = planned_built(stack).resources
     buckets = {r.inputs["name"]: r.urn for r in resources if r.type == "gcp:storage/bucket:Bucket"}
     assert buckets  # every stack has one
     naming = [

@@ -124,10 +124,10 @@ def test_replacing_paths_keeps_only_the_forcing_paths_in_order() -> None:
 
 def test_real_plans_differ_only_in_place_between_identical_stacks() -> None:
     """llama-405b and its prod twin differ in labels/protection, not in anything that replaces
-    (besides what names the stack itself: cluster and node service account)."""
+    (besides what names the stack itself: cluster, node service account, and prod's own project)."""
     dev, prod = tpu_pool_inputs("llama-405b"), tpu_pool_inputs("llama-405b-prod")
     changes = rp.input_changes(dev, prod)
-    per_stack = ("name", "cluster", "nodeConfig.serviceAccount")
+    per_stack = ("name", "cluster", "nodeConfig.serviceAccount", "project")  # prod has its own project
     assert rp.replacing_paths(NODE_POOL, [p for p in changes if p not in per_stack]) == []
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from components import report, stacks
 from components.capacity import StackPlan, resolve
+from components.catalog.images import image
 from components.config.errors import ConfigError
 from components.controllers import HelmController
 from components.validate import validate_all
@@ -92,7 +93,7 @@ def test_spec_defaults_are_the_seed_images_and_ports() -> None:
             "internalLoadBalancer",
             "outside the VPC",
         ),
-        ({"loadBalancerSourceRanges": ["10.0.0.0/33"]}, "loadBalancerSourceRanges.0", "not a CIDR"),
+        ({"loadBalancerSourceRanges": ["10.0.0.0/33"]}, "loadBalancerSourceRanges.0", "not a CIDR range"),
         ({"modelServerPort": 10000}, "modelServerPort", "equals adminPort"),
         ({"modelServerPort": 8471}, "modelServerPort", "TPU runtime"),
         ({"cell": "sax/test"}, "cell", "wrong format"),
@@ -209,7 +210,7 @@ def test_render_publish_job_publishes_the_catalog_servable_with_one_replica_per_
         "SAX_CHECKPOINT": "None",
         "SAX_REPLICAS": "3",
     }
-    assert container["image"] == "curlimages/curl:8.11.1"
+    assert container["image"] == image("curl").ref == f"curlimages/curl:8.11.1@{image('curl').digest}"
     assert job["spec"]["activeDeadlineSeconds"] == 900
     assert job["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"] == [render.PUBLISH_CONFLICT_EXIT]
 

@@ -13,7 +13,7 @@ import pytest
 from components import stacks
 from components.render.core import pod_template_paths
 from components.scan import SCOPED_SKIPS, SKIPS, pod_templates, resource_key, run_checkov, scan_inputs, scoped_reason
-from tests.conftest import STACKS, planned
+from tests.conftest import STACKS, planned_built
 
 CHECKOV = stacks.ROOT / ".venv" / "scan" / "bin" / "checkov"
 
@@ -73,7 +73,7 @@ def _template_shaped(value: Any, path: tuple[str | int, ...] = ()) -> set[tuple[
 def test_scan_pod_template_paths_know_every_rendered_pod_template(stack: str) -> None:
     # A kind with pod templates that the table (components/crds/controllers.py) does not know, or
     # knows at the wrong paths, would escape the baseline security, the scan and the network policies.
-    for obj in planned(stack).manifests:
+    for obj in planned_built(stack).manifests:  # a training stack's objects once its image is built
         paths = pod_template_paths(obj)
         assert len(paths) == len(set(paths))
         assert set(paths) == _template_shaped(obj), f"{obj['kind']}/{obj['metadata']['name']}"
@@ -93,7 +93,7 @@ def test_scan_every_skip_has_a_reason() -> None:
 )
 @pytest.mark.slow
 def test_scan_checkov_clean_except_listed_skips(tmp_path: Path) -> None:
-    files = scan_inputs({s: planned(s).manifests for s in STACKS}, tmp_path)
+    files = scan_inputs({s: planned_built(s).manifests for s in STACKS}, tmp_path)  # training: once built
     assert files
     failed = run_checkov(CHECKOV, tmp_path, scoped=False)
     # A scoped check may fail only on the resources it lists (each with its own reason) ...
@@ -116,7 +116,7 @@ def test_scan_checkov_clean_except_listed_skips(tmp_path: Path) -> None:
 def test_scan_every_registered_pod_template_has_the_baseline_security(stack: str) -> None:
     from components.render.core import get_path
 
-    templates = [get_path(obj, path) for obj in planned(stack).manifests for path in pod_template_paths(obj)]
+    templates = [get_path(obj, path) for obj in planned_built(stack).manifests for path in pod_template_paths(obj)]
     assert templates  # every stack runs pods
     for template in templates:
         assert template["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}

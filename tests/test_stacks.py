@@ -75,7 +75,8 @@ def test_stack_llama_70b_pool_autoscales_one_to_two() -> None:
 
 def test_stack_platform_basics(stack_plan: report.PlanResult) -> None:
     (cluster,) = by_type(stack_plan, "gcp:container/cluster:Cluster")
-    assert cluster.inputs["workloadIdentityConfig"]["workloadPool"] == "your-project-id.svc.id.goog"
+    # The pool is the stack's own project's (components.config.isolation.workload_pool).
+    assert cluster.inputs["workloadIdentityConfig"]["workloadPool"] == f"{stack_plan.config.project}.svc.id.goog"
     buckets = by_type(stack_plan, "gcp:storage/bucket:Bucket")
     assert buckets
     for bucket in buckets:

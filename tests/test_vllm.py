@@ -13,6 +13,7 @@ import yaml
 from components import mockengine, report, stacks
 from components.__main__ import main as cli
 from components.capacity import StackPlan, resolve
+from components.catalog.images import pinned
 from components.config.errors import ConfigError
 from components.images import image_problem
 from components.validate import validate_all
@@ -220,7 +221,7 @@ def test_render_service_internal_by_default_external_only_with_ranges_and_api_ke
     }
     narrowed = render.render_service(vllm_plan(service={"sourceRanges": ["10.0.0.0/8"]}), namespace="llm")
     assert narrowed["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/8"]
-    assert any("are not CIDR networks" in p for p in problems(workload={"vllm": {"service": {"sourceRanges": ["x"]}}}))
+    assert any("is not a CIDR range" in p for p in problems(workload={"vllm": {"service": {"sourceRanges": ["x"]}}}))
     # vLLM's API key leaves /invocations and others open, so nothing makes a public vLLM authenticated.
     external = {"type": "external", "sourceRanges": ["203.0.113.0/24"], "auth": "api-key"}
     (found,) = problems(workload={"vllm": {"service": external}})
@@ -285,7 +286,7 @@ def test_render_metrics_adapter_is_the_pinned_upstream_install() -> None:
     assert kinds.count("APIService") == 3
     (dep,) = [o for o in objects if o["kind"] == "Deployment"]
     (box,) = dep["spec"]["template"]["spec"]["containers"]
-    assert box["image"] == "gcr.io/gke-release/custom-metrics-stackdriver-adapter:v0.16.10-gke.0"
+    assert box["image"] == pinned("gcr.io/gke-release/custom-metrics-stackdriver-adapter", "v0.16.10-gke.0")
     assert "--use-new-resource-model=true" in box["command"]
     assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "custom-metrics-stackdriver-adapter"
     assert {o["metadata"]["name"] for o in objects if o["kind"] == "APIService"} == {

@@ -1,11 +1,15 @@
 """GitHub Actions workflows: actionlint and zizmor (regular and auditor personas) clean; cloud
 credentials only inside GitHub environments and, for pull requests, only for same-repository
-branches; every `run` step fails on a failed pipe; stack lists come from stacks/."""
+branches; every `run` step fails on a failed pipe; stack lists come from stacks/; the approval of a
+deploy comes after its preview and `pulumi up` applies that preview's plan on the same commit and
+state; actions pinned by commit, the Pulumi CLI from its official action; the cloud jobs' Python
+packages from hashed locks; the PR comment updater edits only its own comments."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,13 +17,18 @@ from typing import Any
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from components import report, stacks
 from tests.conftest import STACKS, planned
 
 WORKFLOWS_DIR = stacks.ROOT / ".github" / "workflows"
 WORKFLOWS = sorted(WORKFLOWS_DIR.glob("*.yml"))
-SCRIPT = stacks.ROOT / ".github" / "scripts" / "stack_environments.py"
+SCRIPTS_DIR = stacks.ROOT / ".github" / "scripts"
+SCRIPT = SCRIPTS_DIR / "stack_environments.py"
+GATE = SCRIPTS_DIR / "deploy_gate.py"
+UPSERT = SCRIPTS_DIR / "upsert-comment.js"
 BIN = Path(sys.executable).parent
 
 SAME_REPO = "github.event.pull_request.head.repo.full_name == github.repository"
@@ -250,3 +259,437 @@ def test_workflows_deploy_keeps_a_prod_stack_prod_whatever_the_branch_says(tmp_p
     assert any(s.get("with", {}).get("ref") == "main" and s["with"].get("path") == "main-ref" for s in steps)
     (env_step,) = [s for s in steps if s.get("id") == "env"]
     assert 'file-environment "main-ref/stacks/Pulumi.$STACK.yaml"' in env_step["run"]
+
+
+# --- Approval of the exact change -------------------------------------------------------------------
+
+
+def _needs(job: dict[str, Any]) -> list[str]:
+    needs = job.get("needs") or []
+    return [needs] if isinstance(needs, str) else list(needs)
+
+
+def _ancestors(jobs: dict[str, Any], name: str) -> set[str]:
+    out: set[str] = set()
+    todo = _needs(jobs[name])
+    while todo:
+        job = todo.pop()
+        if job not in out:
+            out.add(job)
+            todo += _needs(jobs.get(job, {}))
+    return out
+
+
+def _pulumi_commands(script: str) -> list[str]:
+    """The `pulumi ...` commands of a shell script, one string each (continuations joined, comment
+    lines dropped, split at `;`, `&&`, `||` and `|`); text inside `echo` is not a command."""
+    out = []
+    for line in script.replace("\\\n", " ").splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        for part in re.split(r"&&|\|\||[;|]", line):
+            words = part.split()
+            if words[:1] == ["pulumi"]:
+                out.append(" ".join(words))
+    return out
+
+
+# Commands that change a stack's resources or state (`stack export`/`select`, `preview`, `login` and
+# `--preview-only` runs do not).
+_MUTATING = re.compile(
+    r"^pulumi (?:up|update|destroy|down|dn|refresh|import|state|cancel|stack (?:import|rm|change-secrets-provider))\b"
+)
+
+
+def _mutates(command: str) -> bool:
+    return bool(_MUTATING.match(command)) and "--preview-only" not in command.split()
+
+
+def _applies_without_plan(command: str) -> bool:
+    return bool(re.match(r"^pulumi (?:up|update)\b", command)) and not re.search(r"(?:^| )--plan(?:=| )\S", command)
+
+
+def _step_text(step: dict[str, Any]) -> str:
+    return str(step.get("run", ""))
+
+
+def _uploads(job: dict[str, Any]) -> set[str]:
+    """The files the job's upload-artifact steps upload."""
+    out: set[str] = set()
+    for step in job.get("steps") or ():
+        if str(step.get("uses", "")).startswith("actions/upload-artifact@"):
+            out |= {p.strip() for p in str((step.get("with") or {}).get("path", "")).splitlines() if p.strip()}
+    return out
+
+
+def _previews_and_records(job: dict[str, Any]) -> bool:
+    """The job saves an update plan, records what it previewed and uploads both."""
+    commands = [c for s in job.get("steps") or () for c in _pulumi_commands(_step_text(s))]
+    saves = any(re.match(r"^pulumi preview\b", c) and re.search(r"--save-plan[ =]plan\.json\b", c) for c in commands)
+    records = any("deploy_gate.py record" in _step_text(s) for s in job.get("steps") or ())
+    return saves and records and {"plan.json", "approval.json"} <= _uploads(job)
+
+
+def approval_problems(doc: dict[str, Any]) -> list[str]:
+    """Every `pulumi up` applies a saved update plan (`--plan`). A job that changes a stack waits for
+    its approval (its GitHub environment) only after an earlier job, in another environment,
+    previewed it with `--save-plan`, recorded it and uploaded both; it checks out the run's own
+    commit and verifies commit, state and plan (deploy_gate.py verify, after downloading the record)
+    before its first change."""
+    out = []
+    jobs = doc.get("jobs") or {}
+    for name, job in jobs.items():
+        steps = job.get("steps") or []
+        changes = [(i, c) for i, step in enumerate(steps) for c in _pulumi_commands(_step_text(step)) if _mutates(c)]
+        unplanned = [c for _, c in changes if _applies_without_plan(c)]
+        out += [f"job {name}: `{c}` applies without the previewed update plan (--plan)" for c in unplanned]
+        if not changes:
+            continue
+        env = _environment(job)
+        previews = sorted(n for n in _ancestors(jobs, name) if _previews_and_records(jobs[n]))
+        if not previews:
+            out.append(f"job {name} changes the stack but needs no job that saves, records and uploads its preview")
+        out += [
+            f"job {name}: its preview job {n} runs in the same environment {env!r}, so the approval comes before the preview"
+            for n in previews
+            if _environment(jobs[n]) == env
+        ]
+        checkouts = [s for s in steps if str(s.get("uses", "")).startswith("actions/checkout@")]
+        if not checkouts or any((s.get("with") or {}).get("ref") != "${{ github.sha }}" for s in checkouts):
+            out.append(f"job {name}: check out `ref: ${{{{ github.sha }}}}` (the previewed commit), not a branch")
+        first = min(i for i, _ in changes)
+        downloads = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+        verifies = [i for i, s in enumerate(steps) if "deploy_gate.py verify" in _step_text(s)]
+        if not downloads or not verifies or not min(downloads) < min(verifies) < first:
+            out.append(f"job {name}: download the approval record, then `deploy_gate.py verify` it before the first change")
+        else:
+            text = " ".join(_step_text(steps[min(verifies)]).split())
+            flags = ('--sha "$(git rev-parse HEAD)"', "--state", '--expect "sha=', '--expect "state=')
+            out += [f"job {name}: the verify step lacks {flag}" for flag in flags if flag not in text]
+    return out
+
+
+@pytest.mark.parametrize("workflow", [p.name for p in WORKFLOWS])
+def test_workflows_approval_sees_what_up_applies(workflow: str) -> None:
+    assert approval_problems(_load(workflow)) == []
+
+
+def test_workflows_deploy_approval_comes_after_the_preview() -> None:
+    """The shape of deploy.yml the checks above hold it to, named: `preview` (no reviewers) runs
+    first, then `apply` in the deploy environment, for up and destroy only."""
+    jobs = _load("deploy.yml")["jobs"]
+    env = "${{ needs.resolve.outputs.environment }}"
+    assert _environment(jobs["preview"]) == f"{env}-preview"
+    assert _environment(jobs["apply"]) == env
+    assert _needs(jobs["preview"]) == ["resolve"]
+    assert set(_needs(jobs["apply"])) == {"resolve", "preview"}
+    assert jobs["apply"]["if"] == "inputs.action != 'preview'"
+    # The deploy environment — reviewers and the deploy identity — is entered by `apply` alone.
+    assert [n for n, job in jobs.items() if _environment(job) == env] == ["apply"]
+    ups = [c for s in jobs["apply"]["steps"] for c in _pulumi_commands(_step_text(s)) if c.startswith("pulumi up")]
+    assert ups
+    assert all("--plan approved/plan.json" in c for c in ups)
+    saved = [c for s in jobs["preview"]["steps"] for c in _pulumi_commands(_step_text(s)) if "--save-plan" in c]
+    assert saved
+    assert all(c.startswith("pulumi preview ") and "--save-plan plan.json" in c for c in saved)
+    outputs = jobs["preview"]["outputs"]
+    assert outputs == {"state": "${{ steps.preview.outputs.state }}", "plan": "${{ steps.preview.outputs.plan }}"}
+
+
+def test_workflows_approval_check_catches_the_old_deploy() -> None:
+    """The shape deploy.yml had: the gate fires when the one job starts, then review and a plain
+    `pulumi up --yes` run in it, on whatever the branch holds by then."""
+    run_job: dict[str, Any] = {
+        "needs": "resolve",
+        "environment": "${{ needs.resolve.outputs.environment }}",
+        "steps": [
+            {"uses": "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"},
+            {"run": 'pulumi login "$URL"\npulumi stack select "$STACK"\npulumi up --yes --diff --policy-pack components/policy'},
+        ],
+    }
+    doc: dict[str, Any] = {"jobs": {"resolve": {"steps": []}, "run": run_job}}
+    assert approval_problems(doc) == [
+        "job run: `pulumi up --yes --diff --policy-pack components/policy` applies without the previewed update plan (--plan)",
+        "job run changes the stack but needs no job that saves, records and uploads its preview",
+        "job run: check out `ref: ${{ github.sha }}` (the previewed commit), not a branch",
+        "job run: download the approval record, then `deploy_gate.py verify` it before the first change",
+    ]
+    # The real preview job in the same environment as the apply job: the approval would come first.
+    deploy = _load("deploy.yml")["jobs"]
+    doc = {"jobs": {"resolve": deploy["resolve"], "preview": dict(deploy["preview"]), "apply": deploy["apply"]}}
+    doc["jobs"]["preview"]["environment"] = deploy["apply"]["environment"]
+    assert approval_problems(doc) == [
+        "job apply: its preview job preview runs in the same environment "
+        "'${{ needs.resolve.outputs.environment }}', so the approval comes before the preview"
+    ]
+    # Spelled `pulumi update`, through `&&`, or with --plan but no path: still refused.
+    assert _applies_without_plan("pulumi update --yes")
+    assert [c for c in _pulumi_commands("cd x && pulumi up -y --skip-preview") if _applies_without_plan(c)]
+    assert _applies_without_plan("pulumi up --yes --plan")
+    assert not _applies_without_plan("pulumi up --yes --plan=p.json")
+    assert not _mutates("pulumi destroy --preview-only --exclude-protected")
+    assert _mutates("pulumi destroy --yes --exclude-protected")
+
+
+def _gate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(GATE), *args], capture_output=True, text=True, check=False, timeout=60)
+
+
+def _export(resources: list[dict[str, Any]]) -> dict[str, Any]:
+    """A `pulumi stack export` document (version 3) with the given resources."""
+    manifest = {"time": "2026-11-01T10:00:00Z", "version": "v3.272.0"}
+    return {"version": 3, "deployment": {"manifest": manifest, "resources": resources}}
+
+
+def test_workflows_deploy_gate_fails_when_commit_state_or_plan_moved(tmp_path: Path) -> None:
+    bucket = {"urn": "urn:pulumi:s::p::gcp:storage/bucket:Bucket::ckpt", "type": "gcp:storage/bucket:Bucket", "protect": True}
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps(_export([bucket]), indent=4))
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"resourcePlans": {}}')
+    sha = "a" * 40
+    common = ["--stack", "llama-405b-prod", "--environment", "prod", "--action", "up"]
+    proc = _gate("record", *common, "--sha", sha, "--state", str(state), "--plan", str(plan))
+    assert proc.returncode == 0, proc.stderr
+    record = tmp_path / "approval.json"
+    record.write_text(proc.stdout)
+    recorded = json.loads(proc.stdout)
+    assert recorded["sha"] == sha
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", recorded["state"])
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", recorded["plan"])
+
+    def verify(*extra: str, sha: str = sha) -> subprocess.CompletedProcess[str]:
+        return _gate("verify", str(record), *common, "--sha", sha, "--state", str(state), "--plan", str(plan), *extra)
+
+    expect = ["--expect", f"sha={sha}", "--expect", f"state={recorded['state']}", "--expect", f"plan={recorded['plan']}"]
+    ok = verify(*expect)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.stdout.startswith(f"verified: up llama-405b-prod at {sha}, state {recorded['state']}, plan {recorded['plan']}")
+    # The same state exported with other formatting is the same state.
+    state.write_text(json.dumps(_export([bucket]), separators=(",", ":")))
+    assert verify(*expect).returncode == 0
+
+    moved = verify(*expect, sha="b" * 40)
+    assert moved.returncode == 1
+    assert f"::error::the commit moved: the approved preview ran on {sha}, this job has {'b' * 40}" in moved.stdout
+
+    state.write_text(json.dumps(_export([{**bucket, "protect": False}])))
+    moved = verify(*expect)
+    assert moved.returncode == 1
+    assert "::error::the stack's state moved since the preview" in moved.stdout
+    assert "run the deploy workflow again to preview and approve the current state" in moved.stdout
+    state.write_text(json.dumps(_export([bucket])))
+
+    plan.write_text('{"resourcePlans": {"x": {}}}')
+    moved = verify(*expect)
+    assert moved.returncode == 1
+    assert "::error::the update plan is not the one previewed" in moved.stdout
+    plan.write_text('{"resourcePlans": {}}')
+
+    # A record that disagrees with what the preview job reported (a swapped artifact).
+    swapped = verify("--expect", "state=sha256:" + "0" * 64)
+    assert swapped.returncode == 1
+    assert "the record's state is sha256:" in swapped.stdout
+    other = _gate("verify", str(record), "--stack", "llama-405b", "--environment", "dev", "--action", "destroy",
+                  "--sha", sha, "--state", str(state), "--plan", str(plan))
+    assert other.returncode == 1
+    for line in ("the record is for stack llama-405b-prod, this job deploys llama-405b",
+                 "the record is for environment prod, this job runs in dev",
+                 "the record is for action up, this job runs destroy"):
+        assert line in other.stdout
+
+
+def test_workflows_deploy_gate_refuses_what_it_cannot_fingerprint(tmp_path: Path) -> None:
+    bad = tmp_path / "state.json"
+    for text in ("", "[]", '{"version": 3}'):
+        bad.write_text(text)
+        proc = _gate("fingerprint", str(bad))
+        assert proc.returncode == 1
+        assert "not a `pulumi stack export` document" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(_export([])))
+    dev = ["--stack", "llama-70b", "--environment", "dev"]
+    proc = _gate("record", *dev, "--action", "up", "--sha", "c" * 40, "--state", str(good))
+    assert proc.returncode == 1
+    assert "--plan is required for action up" in proc.stderr
+    proc = _gate("record", *dev, "--action", "up", "--sha", "main", "--state", str(good))
+    assert proc.returncode == 1
+    assert "--sha 'main' is not valid" in proc.stderr
+    # Destroy has no update plan; the state fingerprint alone ties the deleted list to the preview.
+    proc = _gate("record", *dev, "--action", "destroy", "--sha", "c" * 40, "--state", str(good))
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["plan"] is None
+
+
+# --- Supply chain -------------------------------------------------------------------------------------
+
+
+def _uses(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    jobs = (doc.get("jobs") or {}).items()
+    return [(name, str(s["uses"])) for name, job in jobs for s in job.get("steps") or () if "uses" in s]
+
+
+def _requirement_pins(path: Path) -> dict[str, str]:
+    """name -> pinned version of a requirement file's own lines (not its `-r` includes)."""
+    pins: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        req = Requirement(line)
+        (spec,) = req.specifier
+        assert spec.operator == "==", f"{path.name}: {line!r} is not pinned with =="
+        pins[canonicalize_name(req.name)] = spec.version
+    return pins
+
+
+@pytest.mark.parametrize("workflow", [p.name for p in WORKFLOWS])
+def test_workflows_actions_pinned_by_commit(workflow: str) -> None:
+    for job, uses in _uses(_load(workflow)):
+        pinned = uses.startswith("./") or re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", uses)
+        assert pinned, f"{workflow} job {job}: {uses} is not pinned by commit"
+
+
+def test_workflows_pulumi_cli_from_the_official_action() -> None:
+    """No `curl | sh`: every job that runs the Pulumi CLI installs it first with pulumi/actions,
+    pinned by commit, at the SDK's version from requirements.txt. The action only installs (no
+    `command`): an `up` run through it would escape the --plan check."""
+    sdk = _requirement_pins(stacks.ROOT / "requirements.txt")["pulumi"]
+    runs_cli = 0
+    for path in WORKFLOWS:
+        text = path.read_text()
+        assert not re.search(r"get\.pulumi\.com|\bcurl\b|\bwget\b", text), f"{path.name} downloads outside a pinned action"
+        for name, job in (_load(path.name).get("jobs") or {}).items():
+            steps = job.get("steps") or []
+            installs = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")]
+            for i in installs:
+                assert re.fullmatch(r"pulumi/actions@[0-9a-f]{40}", steps[i]["uses"])
+                assert steps[i]["with"] == {"pulumi-version": sdk}, f"{path.name} job {name}: install CLI {sdk}, the SDK's"
+            cli = [i for i, s in enumerate(steps) if _pulumi_commands(_step_text(s))]
+            if cli:
+                runs_cli += 1
+                assert installs, f"{path.name} job {name} runs pulumi without installing it with pulumi/actions"
+                assert installs[0] < cli[0], f"{path.name} job {name} runs pulumi before installing it"
+    assert runs_cli == 3  # deploy preview and apply, pr cloud-preview
+
+
+def _shell_of(job: dict[str, Any]) -> str:
+    return "\n".join(_step_text(s) for s in job.get("steps") or ())
+
+
+def _scripts_run_by(text: str) -> set[Path]:
+    return {SCRIPTS_DIR / name for name in re.findall(r"\.github/scripts/([\w.-]+\.sh)\b", text)}
+
+
+def test_workflows_cloud_jobs_install_only_hashed_locks() -> None:
+    """Every job of deploy.yml and every job that gets credentials installs Python packages from
+    the hashed locks only (install-locked.sh): not `.ci/setup`/`.ci/run` (the dev tools, unhashed),
+    and every `pip install` of the workflows and of the scripts they run pins hashes."""
+    seen_jobs = 0
+    for path in WORKFLOWS:
+        doc = _load(path.name)
+        for name, job in (doc.get("jobs") or {}).items():
+            if path.name != "deploy.yml" and not _receives_credentials(doc, job):
+                continue
+            seen_jobs += 1
+            text = _shell_of(job)
+            assert ".ci/setup" not in text, f"{path.name} job {name} installs unhashed requirements"
+            assert ".ci/run" not in text, f"{path.name} job {name} installs unhashed requirements"
+            assert "bash .github/scripts/install-locked.sh program" in text, f"{path.name} job {name}"
+    assert seen_jobs == 4  # deploy resolve, preview, apply; pr cloud-preview
+    texts = [p.read_text() for p in WORKFLOWS]
+    scripts = set().union(*(_scripts_run_by(t) for t in texts))
+    assert SCRIPTS_DIR / "install-locked.sh" in scripts
+    texts += [s.read_text() for s in sorted(scripts)]
+    installs = [line.strip() for text in texts for line in text.splitlines() if "pip install" in line]
+    assert installs
+    for line in installs:
+        assert "--require-hashes" in line, f"unhashed install: {line}"
+        assert re.search(r" -r \S+", line), f"install from a lock file: {line}"
+    locks = re.findall(r"\block=(\S+)", (SCRIPTS_DIR / "install-locked.sh").read_text())
+    assert sorted(locks) == ["components/policy/requirements.lock", "requirements.lock"]
+
+
+@pytest.mark.parametrize(
+    ("requirements", "lock"),
+    [("requirements.txt", "requirements.lock"), ("components/policy/requirements.txt", "components/policy/requirements.lock")],
+)
+def test_workflows_lock_pins_every_requirement_with_hashes(requirements: str, lock: str) -> None:
+    """The lock holds every requirement at its pinned version (refresh it with the command in its
+    header after changing the requirement file), and every entry, dependencies included, is exact
+    and hashed."""
+    text = (stacks.ROOT / lock).read_text()
+    assert "bash .github/scripts/lock-requirements.sh" in text.splitlines()[1]
+    entries: dict[str, set[str]] = {}
+    for entry in re.split(r"\n(?=\S)", text.replace("\\\n", " ")):
+        lines = [ln for ln in entry.splitlines() if not ln.lstrip().startswith("#")]
+        if not lines:
+            continue
+        spec, *hashes = re.split(r"\s+--hash=", " ".join(lines).strip())
+        req = Requirement(spec)
+        (pin,) = req.specifier
+        assert pin.operator == "==", f"{lock}: {spec} is not exact"
+        assert hashes, f"{lock}: {spec} has no hash"
+        assert all(re.fullmatch(r"sha256:[0-9a-f]{64}", h.strip()) for h in hashes), f"{lock}: {spec}: {hashes}"
+        entries.setdefault(canonicalize_name(req.name), set()).add(pin.version)
+    pins = _requirement_pins(stacks.ROOT / requirements)
+    assert pins
+    for name, version in pins.items():
+        refresh = "bash .github/scripts/lock-requirements.sh"
+        assert entries.get(name) == {version}, f"{lock} has {name} {entries.get(name)}, {requirements} pins {version}: {refresh}"
+
+
+# --- The PR comment updater ---------------------------------------------------------------------------
+
+_HARNESS = """
+const [upsertPath, bodyPath, commentsJson] = process.argv.slice(2);
+const upsert = require(upsertPath);
+const calls = [];
+const github = {
+  paginate: async () => JSON.parse(commentsJson),
+  rest: { issues: {
+    listComments: () => {},
+    updateComment: async (a) => { calls.push(['update', a.comment_id]); },
+    createComment: async (a) => { calls.push(['create', a.issue_number]); },
+  } },
+};
+const context = { repo: { owner: 'o', repo: 'r' }, payload: { pull_request: { number: 7 } } };
+upsert({ github, context, path: bodyPath }).then(
+  () => console.log(JSON.stringify(calls)),
+  (e) => { console.error(e.message); process.exit(3); },
+);
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js (GitHub's runners and this project's machines have it)")
+def test_workflows_comment_updater_edits_only_its_own_comment(tmp_path: Path) -> None:
+    harness = tmp_path / "harness.js"
+    harness.write_text(_HARNESS)
+    body = tmp_path / "comment.md"
+    body.write_text("<!-- gke-tpu-llm:cloud-preview:llama-70b -->\n### pulumi preview\n")
+    bot = {"login": "github-actions[bot]", "type": "Bot"}
+
+    def run(comments: list[dict[str, Any]]) -> list[list[Any]]:
+        command = ["node", str(harness), str(UPSERT), str(body), json.dumps(comments)]
+        proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        result: list[list[Any]] = json.loads(proc.stdout)
+        return result
+
+    marker = "<!-- gke-tpu-llm:cloud-preview:llama-70b -->"
+    human = {"id": 1, "user": {"login": "mallory", "type": "User"}, "body": f"{marker}\nlooks fine"}
+    other_bot = {"id": 2, "user": {"login": "renovate[bot]", "type": "Bot"}, "body": human["body"]}
+    longer = {"id": 3, "user": bot, "body": "<!-- gke-tpu-llm:cloud-preview:llama-70b-fallback -->\n..."}
+    own = {"id": 4, "user": bot, "body": f"{marker}\r\nold preview"}
+    assert run([human, other_bot, longer, own]) == [["update", 4]]
+    assert run([human]) == [["create", 7]]
+    assert run([other_bot, longer]) == [["create", 7]]
+    # A user named like the bot is not the bot.
+    assert run([{**own, "user": {"login": "github-actions[bot]", "type": "User"}}]) == [["create", 7]]
+
+    body.write_text("### no marker\n")
+    command = ["node", str(harness), str(UPSERT), str(body), json.dumps([own])]
+    proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode == 3
+    assert "the first line must be a marker comment" in proc.stderr

@@ -6,6 +6,7 @@ build on it beside their renderers and still become fields of the stack config.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args
 
@@ -14,6 +15,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from components.config.errors import rule
+from components.config.isolation import Claim
 from components.images import image_problem
 
 
@@ -41,6 +43,11 @@ class Spec(BaseModel):
     def bucket_needs(self, config: Any) -> tuple[BucketNeed, ...]:
         """Stack buckets this workload section reads or writes and the least role it needs on each;
         ``StackConfig`` checks them all the same way (:func:`bucket_rules`). None by default."""
+        return ()
+
+    def claims(self, config: Any) -> tuple[Claim, ...]:
+        """Names and Workload Identity namespaces this workload section creates beyond the stack's
+        own (``components.config.isolation.stack_claims``), which no other stack may share. None by default."""
         return ()
 
 
@@ -118,7 +125,6 @@ def machine_type_rules(machine_type: str, escape_key: str) -> list[dict[str, Any
     ]
 
 
-
 def _pinned(image: str) -> str:
     problem = image_problem(image)
     if problem:
@@ -128,3 +134,37 @@ def _pinned(image: str) -> str:
 
 PinnedImage = Annotated[str, AfterValidator(_pinned)]
 """A container image pinned to a released tag or a digest (``components.images.image_problem``)."""
+
+
+def _cidr(value: str) -> str:
+    try:
+        network = ipaddress.ip_network(value, strict=True)
+    except ValueError:
+        try:
+            covering = ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            raise PydanticCustomError(
+                "value_rule",
+                "not a CIDR range",
+                {
+                    "problem": "is not a CIDR range",
+                    "allowed": "CIDR notation, e.g. 203.0.113.0/24 or 2001:db8::/32",
+                    "fix": "correct it",
+                },
+            ) from None
+        raise PydanticCustomError(
+            "value_rule",
+            "host bits set",
+            {
+                "problem": f"has host bits set after the prefix (the range is {covering})",
+                "allowed": "the network address with its prefix",
+                "fix": f"write {covering}, or the address alone for just that address",
+            },
+        ) from None
+    # A bare address is its own /32 (/128): the GKE and load-balancer APIs take CIDR notation only
+    # and would refuse the address at apply time, so the normalised form is what the plan shows.
+    return str(network)
+
+
+Cidr = Annotated[str, AfterValidator(_cidr)]
+"""An IPv4 or IPv6 range in canonical CIDR notation; a bare address becomes its /32 (/128)."""

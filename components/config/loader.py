@@ -20,7 +20,17 @@ from components.config.stack import StackConfig
 from components.config.workload import WorkloadBase
 from components.workloads.registry import BY_KIND, BY_SECTION_KEY, KINDS, SECRETS
 
-_TOP_KEYS = {"environment", "cluster", "tpu", "buckets", "identity", "workload", "controllers", "allowTeardown"}
+_TOP_KEYS = {
+    "environment",
+    "cluster",
+    "tpu",
+    "buckets",
+    "identity",
+    "workload",
+    "controllers",
+    "allowTeardown",
+    "unsafeShareProjectWithNonProd",
+}
 _GCP_KEYS = {"gcp:project", "gcp:region"}
 
 
@@ -149,6 +159,8 @@ def violations_from(
                     "pin a released tag or a digest",
                 )
             )
+        elif err["type"] == "value_rule":  # an annotated type's own rule (e.g. config.base.Cidr)
+            out.append(Violation(key, err["input"], str(ctx["problem"]), str(ctx["allowed"]), str(ctx["fix"])))
         elif err["type"] == "string_pattern_mismatch":
             out.append(Violation(key, err["input"], "has the wrong format", f"matches {ctx.get('pattern')}", "correct the value"))
         else:

@@ -11,11 +11,15 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from components import crds, naming
+from components.addresses import covers_everyone
 from components.catalog import tpu as tpu_catalog
-from components.config.base import BucketRole, Spec, machine_type_rules
+from components.config.base import BucketRole, Cidr, Spec, machine_type_rules
 from components.config.errors import raise_rules, rule
 from components.config.rules import is_fallback_ladder
-from components.endpoints import covers_everyone
+
+MAX_AUTHORIZED_NETWORKS = 50
+"""Authorized networks GKE accepts on a cluster's public control-plane endpoint (GKE quotas and limits:
+50 CIDR ranges; 100 only with a private endpoint, which these clusters do not use)."""
 
 LocationType = Literal["regional", "zonal"]
 ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE"]
@@ -75,7 +79,7 @@ class ClusterHardeningSpec(Spec):
         "buckets are used). Turned on in place on a live cluster; removing the key later leaves it on (the provider "
         "keeps a block the program stops sending).",
     )
-    authorized_networks: list[str] | None = Field(
+    authorized_networks: list[Cidr] | None = Field(
         None,
         description="CIDRs allowed to reach the cluster's control-plane endpoint (master authorized networks). "
         "Unset allows any address, because GitHub-hosted runners and laptops have no fixed ranges and every "
@@ -94,11 +98,26 @@ class ClusterHardeningSpec(Spec):
         import ipaddress
 
         rules: list[dict[str, Any]] = []
-        for i, cidr in enumerate(self.authorized_networks or []):
-            try:
-                ipaddress.ip_network(cidr, strict=True)
-            except ValueError:
-                rules.append(rule(f"authorizedNetworks.{i}", cidr, "is not a CIDR network", "e.g. 203.0.113.0/24", "fix it"))
+        networks = self.authorized_networks or []
+        if len(networks) > MAX_AUTHORIZED_NETWORKS:
+            parsed = [ipaddress.ip_network(c) for c in networks]
+            merged = [str(n) for n in ipaddress.collapse_addresses(n for n in parsed if isinstance(n, ipaddress.IPv4Network))]
+            merged += [str(n) for n in ipaddress.collapse_addresses(n for n in parsed if isinstance(n, ipaddress.IPv6Network))]
+            hint = (
+                f"; merged, they are {len(merged)} ranges: {merged}"
+                if len(merged) <= MAX_AUTHORIZED_NETWORKS
+                else f" (even merged they are {len(merged)})"
+            )
+            rules.append(
+                rule(
+                    "authorizedNetworks",
+                    f"{len(networks)} ranges",
+                    f"is more than the {MAX_AUTHORIZED_NETWORKS} authorized networks GKE accepts on a cluster with a "
+                    f"public endpoint, so the cluster update would fail at apply time{hint}",
+                    f"at most {MAX_AUTHORIZED_NETWORKS} CIDR ranges",
+                    "merge adjacent ranges into covering prefixes, or drop ranges no client uses",
+                )
+            )
         if covers_everyone(self.authorized_networks or []):
             rules.append(
                 rule(
@@ -756,5 +775,3 @@ class ControllersSpec(Spec):
                 )
         raise_rules(rules)
         return self
-
-

@@ -262,3 +262,26 @@ def ray_ladder_version_rules(
             f"set {key} to {RAY_LADDER_MIN_GKE_VERSION} or newer, or keep one capacity tier",
         )
     ]
+
+
+def load_balancer_dataplane_rules(key: str, dataplane: str) -> list[dict[str, Any]]:
+    """A load-balanced serving Service needs a dataplane whose ipBlocks never match pods: its
+    NetworkPolicy admits the load balancer's clients by address (``components.render.netpol``), and
+    Calico (``legacy``) matches ipBlocks against pod addresses too (projectcalico/calico#6634), so the
+    ranges would admit the pods of every namespace whose addresses fall in them. GKE Dataplane V2
+    (Cilium) applies CIDR rules to addresses outside the cluster only (Cilium docs,
+    ``Documentation/policy/language.rst``)."""
+    if dataplane == "v2":
+        return []
+    return [
+        rule(
+            key,
+            dataplane,
+            "enforces NetworkPolicies with Calico, which matches a policy's ipBlocks against pod addresses too "
+            "(projectcalico/calico#6634): the load balancer's client ranges would admit the pods of every namespace "
+            "whose addresses fall in them",
+            "v2 for a stack that serves through a load balancer",
+            "set cluster.dataplane: v2 (chosen when the cluster is created, so an existing cluster is replaced: see "
+            "components/README-day2.md), or serve this workload from a cluster created with v2",
+        )
+    ]

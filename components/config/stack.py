@@ -13,6 +13,7 @@ from components import naming, planner
 from components.config.base import Spec, bucket_rules
 from components.config.environments import ALLOW_REPLACE_LABEL, ENVIRONMENTS, Environment, EnvironmentPolicy
 from components.config.errors import raise_rules, rule
+from components.config.isolation import UNSAFE_SHARED_PROJECT_KEY
 from components.config.platform import (
     BUCKET_KEY_PATTERN,
     BucketSpec,
@@ -63,6 +64,14 @@ class StackConfig(Spec):
         "deletion protection off, so `pulumi destroy --exclude-protected` removes everything except the buckets, "
         "which stay protected and retained. Off by default because prod must not be deletable by accident; "
         "land it as its own reviewed change and `pulumi up` before the destroy (components/README-day2.md: Tearing down prod).",
+    )
+
+    unsafe_share_project_with_non_prod: bool = Field(
+        False,
+        description="UNSAFE: let non-prod stacks use this prod stack's gcp:project. Off by default because a dev "
+        "deployer in prod's project needs IAM-admin rights there, and dev grants, names and Workload Identity "
+        "namespaces then sit beside prod's (one typo away from prod's data). Prod only; every other isolation rule "
+        "(no shared names or Workload Identity namespaces) still holds. Give each environment its own project instead.",
     )
 
     @model_validator(mode="after")
@@ -132,6 +141,21 @@ class StackConfig(Spec):
                         "remove the key; to tear down prod, first switch it off in a reviewed change",
                     )
                 )
+            if self.cluster.allow_replacement and self.deletion_protection:
+                # GKE refuses to delete a cluster with deletion protection on, so the replacement the
+                # allowance exists for would fail half-way through `pulumi up` (after its pools went).
+                explicit = self.cluster.deletion_protection is True
+                rules.append(
+                    rule(
+                        "cluster.deletionProtection",
+                        True if explicit else "(unset: on in prod)",
+                        "contradicts cluster.allowReplacement: GKE would refuse to delete the cluster the change replaces",
+                        "false, in the same change as cluster.allowReplacement",
+                        ("set" if not explicit else "change")
+                        + " cluster.deletionProtection: false beside cluster.allowReplacement: true, "
+                        "or remove cluster.allowReplacement",
+                    )
+                )
             if self.allow_teardown and self.cluster.deletion_protection is True:
                 rules.append(
                     rule(
@@ -171,6 +195,16 @@ class StackConfig(Spec):
         # Which buckets the workload reads or writes, and the least role on each, likewise.
         rules += bucket_rules(self.workload.section.bucket_needs(self), self.buckets, self.identity.bucket_roles)
         rules += self._name_rules()
+        if self.unsafe_share_project_with_non_prod and self.environment is not Environment.prod:
+            rules.append(
+                rule(
+                    UNSAFE_SHARED_PROJECT_KEY,
+                    True,
+                    f"is for prod stacks only (this stack is {self.environment.value}): it is prod's choice to host others",
+                    "false (or unset)",
+                    "remove the key; a non-prod stack needs no permission to live in its own project",
+                )
+            )
         rules += benchmark_rules(self.workload, BY_KIND)
         raise_rules(rules)
         return self

@@ -47,6 +47,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from components.catalog import images
+from components.catalog.images import ImagePin
+
 __all__ = [
     "CONTROLLERS",
     "CUSTOM_RESOURCES",
@@ -131,11 +134,44 @@ class Controller:
     which Helm installs once and never upgrades, so ``HelmController`` registers them itself."""
     values: HelmValues = lambda version: {}
     """Helm values of the release at a given version (typed per controller; default: the chart's)."""
+    image_values: tuple[str, ...] = ()
+    """Where the chart's values hold its controller image (``{repository, tag}``); :meth:`helm_values`
+    sets it to the catalog's image of the release, by tag and digest. Empty: the chart's image."""
 
     def __post_init__(self) -> None:
         for resource in self.resources:
             if resource.schema is not None:
                 raise ValueError(f"{self.name}: {resource.kind} is validated against the vendored CRDs, not a schema file")
+
+    def image(self, version: str) -> ImagePin:
+        """The controller image of release ``version``: the catalog row ``<name>`` at tag ``v<version>``."""
+        return images.image(self.name, f"v{version}")
+
+    def helm_values(self, version: str) -> dict[str, Any]:
+        """The values the release is installed with: :attr:`values` plus the controller image pinned by
+        tag and digest (``components/catalog/images.json``).
+
+        The charts write their image as ``"{{ repository }}:{{ tag | default .Chart.AppVersion }}"``
+        (lws ``charts/lws/templates/manager/deployment.yaml``, jobset
+        ``charts/jobset/templates/controller/deployment.yaml``, kueue
+        ``charts/kueue/templates/manager/manager.yaml``, at every vendored release), so a tag value of
+        ``v<version>@sha256:<digest>`` renders ``<repository>:v<version>@sha256:<digest>``.
+        The repository is set too: the published charts point at registry.k8s.io only because the
+        release scripts rewrite values.yaml while packaging (``hack/push-chart.sh``,
+        ``hack/helm-chart-package.sh``), and release artifacts have shipped pointing at the staging
+        registry, whose images expire after 90 days (kubernetes-sigs/jobset#1216 for v0.11.1,
+        kubernetes-sigs/lws#823 for v0.8.0)."""
+        values = dict(self.values(version))
+        if not self.image_values:
+            return values
+        pin = self.image(version)
+        node = values
+        *parents, leaf = self.image_values
+        for key in parents:
+            node[key] = dict(node.get(key) or {})
+            node = node[key]
+        node[leaf] = {**(node.get(leaf) or {}), "repository": pin.repository, "tag": pin.tag_and_digest}
+        return values
 
 
 @dataclass(frozen=True)
@@ -267,6 +303,7 @@ CONTROLLERS: Mapping[str, Controller] = _by_name(
                 source="kubernetes-sigs/lws charts/lws (chart version = release version)",
             ),
             versions=("0.9.0", "0.10.0"),
+            image_values=("image", "manager"),
             resources=(
                 CustomResource(
                     "leaderworkerset.x-k8s.io/v1",
@@ -288,6 +325,7 @@ CONTROLLERS: Mapping[str, Controller] = _by_name(
                 source="kubernetes-sigs/jobset charts/jobset (chart version = release version)",
             ),
             versions=("0.8.1", "0.11.1", "0.12.0"),
+            image_values=("image",),
             resources=(
                 CustomResource(
                     "jobset.x-k8s.io/v1alpha2",
@@ -319,6 +357,7 @@ CONTROLLERS: Mapping[str, Controller] = _by_name(
             ),
             versions=("0.18.6", "0.19.2"),
             values=kueue_values,
+            image_values=("controllerManager", "manager", "image"),
             # v1beta2 is the storage version in both releases (v1beta1 is still served); Kueue's
             # webhooks add no name rule beyond the generic one for these kinds.
             resources=(

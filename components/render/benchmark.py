@@ -355,7 +355,9 @@ def render_benchmark_service_account(client: BenchmarkClient, namespace: str, *,
 
 def network_intents(client: BenchmarkClient) -> tuple[netpol.Intent, ...]:
     """The one flow the benchmark adds: its pod reaches the server's serving port (nothing else, and
-    nothing reaches the benchmark pod: the namespace's default deny covers it)."""
+    nothing reaches the benchmark pod: the namespace's default deny covers it). By its labels: the
+    load balancer's policy admits addresses outside the cluster only, never a pod
+    (``components.render.netpol``)."""
     return (
         netpol.Flow(
             "benchmark",

@@ -10,21 +10,31 @@ objects, never typed twice:
   that open ports no container declares) from the listed sources.
 * ``ServiceClients`` — a Service's clients reach the ports it targets (``targetPort`` resolved against
   the selected pods' container ports). A ``ClusterIP`` Service's clients are the pods of its
-  namespace; a ``LoadBalancer`` Service's are any source (below).
+  namespace; a ``LoadBalancer`` Service's are the addresses its load balancer admits (below).
 * ``Scrapes`` — Managed Prometheus collectors reach the ports a ``PodMonitoring`` scrapes.
 
 Sources: ``Roles`` (pods of this workload), ``SAME_NAMESPACE``, ``InNamespace`` (pods of another
-namespace, by namespace name and optional pod labels) and ``ANYWHERE``.
+namespace, by namespace name and optional pod labels), ``IpBlock`` (addresses outside the cluster)
+and ``ANYWHERE`` (no ``from``: kept for the metrics adapter, which the control plane calls from an
+address no selector names; a serving port never gets it).
 
-Why a load-balanced port is open to any source: a GKE passthrough load balancer delivers packets to
-a node, and with ``externalTrafficPolicy: Cluster`` (the default) the node that forwards to the pod
-replaces the client address with its own (SNAT; GKE Dataplane V2 load balancing defaults to SNAT,
-``kubernetes-engine/distributed-cloud/bare-metal/docs/how-to/lb-network-mode``). The pod then sees
-a node address, which an ``ipBlock`` cannot name portably (Cilium does not match node addresses with
-CIDR rules). Who reaches the load balancer is decided by the Service (internal annotation,
-``loadBalancerSourceRanges`` → VPC firewall) and, for vLLM, the API key; the policy opens the serving
-port only, every other port stays closed. Load-balancer health checks (35.191.0.0/16,
-130.211.0.0/22) probe the nodes' health-check port, not the pod, so they need no rule.
+How a load-balanced port names its clients: a GKE passthrough load balancer delivers the client's
+packet to a node, and with ``externalTrafficPolicy: Cluster`` (the default) the node that forwards it
+to the pod replaces the client's address with its own (SNAT), so no policy could tell clients apart.
+Every load-balanced Service is therefore rendered with ``externalTrafficPolicy: Local``
+(:func:`load_balanced_service_fields`): the node delivers only to its own pods and keeps the
+client's address (Kubernetes ServiceSpec: "without masquerading the client source IP"), and the
+policy admits the Service's ``loadBalancerSourceRanges`` as ``ipBlock``s; with no ranges, every
+address outside the cluster (``0.0.0.0/0``), which an internal load balancer and the VPC's routes
+bound to the VPC and the networks connected to it. In-cluster clients are admitted by their pod
+labels only (the benchmark Job: ``components.render.benchmark``), because an ipBlock never admits a
+pod of the cluster on GKE Dataplane V2 (``components.reach``). The same fields turn off node ports
+(``allocateLoadBalancerNodePorts: false``): GKE's passthrough load balancers forward to the Service
+``port`` and health-check ``healthCheckNodePort``, never a node port (kubernetes/ingress-gce
+``pkg/l4/resources/forwarding_rules.go``: ``utils.GetPorts`` lists ``ServicePort.Port``;
+kubernetes/cloud-provider-gcp ``providers/gce/gce_loadbalancer_internal.go``, ``getPortsAndProtocol``).
+The health checks (35.191.0.0/16, 130.211.0.0/22) probe that health-check port, which the node
+itself answers (kube-proxy, or GKE Dataplane V2's agent), not the pod, so they need no rule.
 
 Kubelet probes need no rule either: traffic from the node a pod runs on is always allowed
 (Kubernetes "Network Policies": "traffic to and from the node where a Pod is running is always
@@ -39,6 +49,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from components.config.errors import NAMESPACE, ConfigError, Violation
+from components.config.rules import load_balancer_dataplane_rules
 from components.render.core import common_labels, get_path, pod_template_paths
 
 API_VERSION = "networking.k8s.io/v1"
@@ -97,6 +109,8 @@ class _Anywhere:
     """Any source: pods of every namespace, nodes and addresses outside the cluster."""
 
 
+ALL_ADDRESSES = "0.0.0.0/0"
+"""The ipBlock of a load-balanced Service without source ranges: every address outside the cluster."""
 SAME_NAMESPACE: Final = _SameNamespace()
 ANYWHERE: Final = _Anywhere()
 GMP_COLLECTORS: Final = InNamespace(GMP_NAMESPACE, tuple(sorted(GMP_COLLECTOR_LABELS.items())))
@@ -139,9 +153,8 @@ class ServiceClients:
     why: str
     sources: tuple[Source, ...] | None = None
     """None derives them from the Service: ClusterIP → the namespace's pods; LoadBalancer or NodePort
-    → any source (see the module docstring), except with ``externalTrafficPolicy: Local``, where
-    nodes forward without SNAT and the clients' own addresses arrive: the Service's
-    ``loadBalancerSourceRanges`` (or every address) as ``IpBlock``s."""
+    (``externalTrafficPolicy: Local`` required, see the module docstring) → the Service's
+    ``loadBalancerSourceRanges`` as ``IpBlock``s, or every address outside the cluster without them."""
 
 
 @dataclass(frozen=True)
@@ -188,6 +201,27 @@ def pod_templates(objects: Iterable[Mapping[str, Any]], namespace: str) -> list[
             owner = f"{obj.get('kind')}/{meta.get('name')}:{'.'.join(str(p) for p in path[1:])}"
             out.append(PodTemplate(owner=owner, labels=labels, ports=tuple(ports)))
     return out
+
+
+# ---------------------------------------------------------------- load-balanced Services
+
+
+LOAD_BALANCED_FIELDS: Mapping[str, Any] = {"externalTrafficPolicy": "Local", "allocateLoadBalancerNodePorts": False}
+
+
+def load_balanced_service_fields(dataplane: str) -> dict[str, Any]:
+    """The ``spec`` fields every load-balanced serving Service gets, so that its NetworkPolicy can
+    name the load balancer's clients and no node port opens beside it (module docstring).
+
+    The stack config refuses such a Service on the ``legacy`` dataplane
+    (``components.config.rules.load_balancer_dataplane_rules``, in the kinds' ``stack_rules``); the
+    same rule is raised here as a ``ConfigError`` should a config ever get this far."""
+    problems = load_balancer_dataplane_rules("cluster.dataplane", dataplane)
+    if problems:
+        raise ConfigError(
+            [Violation(f"{NAMESPACE}:{r['path']}", r["value"], r["problem"], r["allowed"], r["fix"]) for r in problems]
+        )
+    return dict(LOAD_BALANCED_FIELDS)
 
 
 # ---------------------------------------------------------------- compiling
@@ -321,12 +355,17 @@ def _policy(
     }
 
 
-def _service_clients(spec: Mapping[str, Any]) -> tuple[Source, ...]:
-    if spec.get("type", "ClusterIP") not in ("LoadBalancer", "NodePort"):
+def _service_clients(spec: Mapping[str, Any], where: str) -> tuple[Source, ...]:
+    kind = spec.get("type", "ClusterIP")
+    if kind not in ("LoadBalancer", "NodePort"):
         return (SAME_NAMESPACE,)
-    if spec.get("externalTrafficPolicy") == "Local":
-        return tuple(IpBlock(cidr) for cidr in spec.get("loadBalancerSourceRanges") or ["0.0.0.0/0"])
-    return (ANYWHERE,)
+    if spec.get("externalTrafficPolicy") != "Local":
+        raise NetworkPolicyError(
+            f"{where} is a {kind} with externalTrafficPolicy {spec.get('externalTrafficPolicy', 'Cluster')}: the "
+            "forwarding node replaces its clients' addresses with its own, so no policy can name them; render it with "
+            "load_balanced_service_fields (externalTrafficPolicy: Local)"
+        )
+    return tuple(IpBlock(cidr) for cidr in spec.get("loadBalancerSourceRanges") or [ALL_ADDRESSES])
 
 
 def _compile(
@@ -353,7 +392,7 @@ def _compile(
             _port(_target_port(receivers, p.get("targetPort", p.get("port")), where), p.get("protocol"))
             for p in spec.get("ports") or []
         )
-        sources = intent.sources if intent.sources is not None else _service_clients(spec)
+        sources = intent.sources if intent.sources is not None else _service_clients(spec, where)
         role_names = sorted({t.role for t in receivers})
         return _policy(
             intent.name, namespace, stack, intent.why, _selector(templates, role_names), sources, ports, templates

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from components.catalog import gce
+from components.catalog.images import image
 from components.config.base import BucketNeed, PinnedImage, Spec, machine_type_rules
 from components.config.errors import raise_rules, rule
 from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
@@ -33,8 +34,13 @@ if TYPE_CHECKING:
     from components.catalog.tpu import TpuSlice
     from components.config.stack import StackConfig
 
-PATHWAYS_IMAGES = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways"
-INFERENCE_IMAGES = "us-docker.pkg.dev/cloud-tpu-images/inference"
+# Default images, by tag and digest (components/catalog/images.json).
+CONVERTER_IMAGE = image("inference-checkpoint")
+PROXY_IMAGE = image("pathways-proxy")
+SERVER_IMAGE = image("pathways-server")
+JETSTREAM_IMAGE = image("jetstream-pathways")
+HTTP_IMAGE = image("jetstream-http")
+WAIT_IMAGE = image("google-cloud-cli-slim")
 
 # Pathways and JetStream ports are fixed by the images (upstream port map), not configurable.
 RM_PORT = 38677
@@ -96,9 +102,9 @@ class CheckpointConversionSpec(Spec):
         "download URL from the secret gke-tpu-llm:metaCheckpointUrl, which is then required.",
     )
     image: PinnedImage = Field(
-        f"{INFERENCE_IMAGES}/inference-checkpoint:v0.2.5",
-        description="Converter image. Defaults to v0.2.5, the newest tag in any public source, because its "
-        "long flags (--meta_url, --quantize_type) are the ones the tutorial documents.",
+        CONVERTER_IMAGE.ref,
+        description=f"Converter image. Defaults to {CONVERTER_IMAGE.tag}, the newest tag in any public source, because "
+        "its long flags (--meta_url, --quantize_type) are the ones the tutorial documents.",
     )
     meta_model_id: str | None = Field(
         None,
@@ -151,27 +157,28 @@ class JetstreamSpec(Spec):
         "Defaults to interleaved because it is the single-slice form of the 405B seed.",
     )
     proxy_image: PinnedImage = Field(
-        f"{PATHWAYS_IMAGES}/proxy_server:jax-0.5.3",
-        description="Pathways IFRT proxy image. Defaults to jax-0.5.3 because jetstream-pathways:v0.2.0 was built "
-        "and tested upstream against it (a newer Pathways JAX is not guaranteed to work).",
+        PROXY_IMAGE.ref,
+        description=f"Pathways IFRT proxy image. Defaults to {PROXY_IMAGE.tag} because jetstream-pathways:"
+        f"{JETSTREAM_IMAGE.tag} was built and tested upstream against it (a newer Pathways JAX is not guaranteed to work).",
     )
     server_image: PinnedImage = Field(
-        f"{PATHWAYS_IMAGES}/server:jax-0.5.3",
-        description="Pathways resource-manager and worker image. Defaults to jax-0.5.3, for the same pairing.",
+        SERVER_IMAGE.ref,
+        description=f"Pathways resource-manager and worker image. Defaults to {SERVER_IMAGE.tag}, for the same pairing.",
     )
     jetstream_image: PinnedImage = Field(
-        f"{INFERENCE_IMAGES}/jetstream-pathways:v0.2.0",
-        description="JetStream + MaxText server image. Defaults to v0.2.0, the newest tag published (JetStream is "
-        "archived), which both seeds use.",
+        JETSTREAM_IMAGE.ref,
+        description=f"JetStream + MaxText server image. Defaults to {JETSTREAM_IMAGE.tag}, the newest tag published "
+        "(JetStream is archived), which both seeds use.",
     )
     http_image: PinnedImage = Field(
-        f"{INFERENCE_IMAGES}/jetstream-http:v0.2.3",
-        description="JetStream HTTP front end (/generate, /healthcheck on 8000). Defaults to v0.2.3, as both seeds.",
+        HTTP_IMAGE.ref,
+        description="JetStream HTTP front end (/generate, /healthcheck on 8000). Defaults to "
+        f"{HTTP_IMAGE.tag}, as both seeds.",
     )
     wait_image: PinnedImage = Field(
-        "gcr.io/google.com/cloudsdktool/google-cloud-cli:525.0.0-slim",
+        WAIT_IMAGE.ref,
         description="Image of the leader's init container that waits for the checkpoint's commit marker. Defaults "
-        "to a pinned google-cloud-cli slim build because it only needs `gcloud storage`.",
+        f"to google-cloud-cli {WAIT_IMAGE.tag} by digest because it only needs `gcloud storage`.",
     )
     checkpoint_bucket: str = Field(
         "checkpoints",

@@ -5,9 +5,13 @@ Two components:
 * ``TrainingImageRepository`` — the Artifact Registry repository (docker, in the stack's region,
   immutable tags) that holds the training image, and read access on it for the nodes. The image
   itself is built by one command the stack outputs (``image_build_command``: Cloud Build with
-  ``components/workloads/maxtext_ray/image/cloudbuild.yaml``); the objects reference it by a tag derived
-  from the image's pins and build-context digest, so a tag always names one image content and an
-  edit to the Dockerfile or the trainer shows up in ``pulumi preview`` as a new tag to build.
+  ``components/workloads/maxtext_ray/image/cloudbuild.yaml``), which then records what it pushed,
+  ``<tag>@sha256:<digest>``, as ``workload.maxtextRay.image.built``. The objects run the image by
+  that tag and digest; the tag is derived from the image's pins and build-context digest, so an edit
+  to the Dockerfile or the trainer derives a new tag, which the config refuses to pair with the old
+  digest until the new build is recorded. A digest exists only after its build, and the build needs
+  this repository: until ``built`` is set the stack creates the repository and its grant only, and
+  its ``training_waits_for`` output says what to run (``RayTraining`` is not created).
   Nodes pull with their node service account: the stack's own (``identity.NodeServiceAccount``;
   the Ray head and the job submitter run on the system pool, the workers on the TPU pool, and
   every pool runs as it), whose only project role is GKE's minimal node role, so the stack grants
@@ -39,7 +43,7 @@ from components.identity import WorkloadIdentity
 from components.netpol import network_policies
 from components.storage import StackBucket
 from components.workloads.maxtext_ray import render as render
-from components.workloads.maxtext_ray.spec import settings
+from components.workloads.maxtext_ray.spec import repository_id, settings
 
 READER_ROLE = "roles/artifactregistry.reader"
 
@@ -62,7 +66,7 @@ class TrainingImageRepository(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         self.repository = gcp.artifactregistry.Repository(
             f"{name}-repo",
-            repository_id=render.repository_id(config),
+            repository_id=repository_id(config),
             project=config.project,
             location=config.region,
             format="DOCKER",
@@ -82,7 +86,8 @@ class TrainingImageRepository(pulumi.ComponentResource):
             member=pulumi.Output.from_input(node_service_account).apply(lambda email: f"serviceAccount:{email}"),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.image = render.image_ref(config)
+        # By tag and digest once the build is recorded; before that, the name the build will push.
+        self.image = render.image_ref(config) if render.training_ready(config) else render.image_name(config)
         self.build_command = render.build_command(config)
         self.register_outputs({"image": self.image, "build_command": self.build_command})
 
@@ -141,11 +146,13 @@ class RayTraining(pulumi.ComponentResource):
 def deploy(
     stack: StackPlan, *, cluster: GkeCluster, identity: WorkloadIdentity, buckets: Mapping[str, StackBucket]
 ) -> Mapping[str, Any]:
-    """Create the image repository and the Ray training objects; return the commands a user runs next."""
+    """Create the image repository and, once its build is recorded, the Ray training objects; return the
+    commands a user runs next."""
     config = stack.config
     image = TrainingImageRepository("training-image", config, node_service_account=cluster.node_service_account)
     bucket = buckets[settings(config).bucket]
-    RayTraining("maxtext-ray", stack, cluster=cluster, depends_on=[identity, bucket, image])
+    if render.training_ready(config):
+        RayTraining("maxtext-ray", stack, cluster=cluster, depends_on=[identity, bucket, image])
     # Default-deny ingress for the namespace plus the flows the workload declares (render.network_intents).
     network_policies(
         "network-policies",
@@ -158,6 +165,14 @@ def deploy(
     )
     # A RayJob's own cluster has no fixed name (KubeRay picks it): no ray_cluster output then; the
     # status command shows it ("ray cluster name" column) and the dashboard command looks it up.
+    if not render.training_ready(config):
+        return {
+            "training_image": image.image,
+            "image_build_command": image.build_command,
+            "training_waits_for": f"the training image's digest, known once it is built: run image_build_command (it "
+            f"records {render.BUILT_KEY}), commit the stack file, and the next pulumi up creates the RayCluster and "
+            "RayJob",
+        }
     cluster_output = {} if render.embeds_cluster(config) else {"ray_cluster": f"{identity.namespace}/{render.CLUSTER_NAME}"}
     return {
         "training_image": image.image,

@@ -8,7 +8,8 @@ Facts from the upstream tutorial (GoogleCloudPlatform/kubernetes-engine-samples
   per host, node selectors from the slice, and the trainer's Ray ``ScalingConfig`` and MaxText's
   ``ici_*_parallelism`` from the same slice and the capacity plan (upstream types 4, "4", 4x4 and
   4 x 4 by hand in four places);
-* the image is the project's own, referenced by a content-derived tag, never ``:latest``;
+* the image is the project's own, run by a content-derived tag and the digest its build pushed
+  (``image.built``), never ``:latest``; until that build exists the stack renders no Ray objects;
 * the job is a declarative ``RayJob`` on the stack's ``RayCluster`` (``clusterSelector``) instead of
   a ``ray job submit`` from a laptop through a port-forward; under queued provisioning the RayJob
   carries the same cluster spec itself (``embeds_cluster``, ``render_ray_job``);
@@ -21,10 +22,7 @@ Every pod template carries the baseline security context (``components.render.co
 
 from __future__ import annotations
 
-import hashlib
 import shlex
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from components import naming
@@ -35,7 +33,7 @@ from components.config.rules import QUEUED_PROVISIONING
 from components.config.stack import StackConfig
 from components.render import netpol
 from components.render.core import common_labels, with_baseline_security
-from components.workloads.maxtext_ray.spec import settings
+from components.workloads.maxtext_ray.spec import repository_id, settings
 
 CLUSTER_NAME = "maxtext-tpu-cluster"
 """RayCluster name (upstream's); KubeRay names the head Service ``<name>-head-svc``. Only the standalone
@@ -63,10 +61,9 @@ DASHBOARD_PORT = 8265
 TRAINER = "/app/maxtext_ray_trainer.py"
 MAXTEXT_CONFIG = "/app/configs/base.yml"
 
-IMAGE_CONTEXT = Path(__file__).resolve().parent / "image"
 IMAGE_CONTEXT_IN_REPO = "components/workloads/maxtext_ray/image"
-IMAGE_FILES = ("Dockerfile", "requirements.txt", "maxtext_ray_trainer.py")
-"""The files the image is built from; their digest is part of the derived tag."""
+BUILT_KEY = "gke-tpu-llm:workload.maxtextRay.image.built"
+"""The stack config key the build command records the pushed image in (``pulumi config set --path``)."""
 
 TPU_TOLERATION = {"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 # KubeRay's default submitter resources (ray-operator common/job.go GetDefaultSubmitterTemplate).
@@ -84,52 +81,55 @@ nothing is lost: the driver log stays in the submitter Job, checkpoints and metr
 # ---------------------------------------------------------------- image
 
 
-@cache
-def context_digest(context: Path = IMAGE_CONTEXT) -> str:
-    """SHA-256 over the build context's files (name and bytes), so the tag changes with any of them."""
-    digest = hashlib.sha256()
-    for name in IMAGE_FILES:
-        digest.update(name.encode() + b"\0" + (context / name).read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def repository_id(config: StackConfig) -> str:
-    """Artifact Registry repository id: configured, or the stack name (letter first, at most 63)."""
-    configured = settings(config).image.repository
-    if configured is not None:
-        return configured
-    name = naming.fit(config.stack, 63)
-    return name if name[:1].isalpha() else naming.fit(f"r-{name}", 63)
-
-
 def image_tag(config: StackConfig, digest: str | None = None) -> str:
-    image = settings(config).image
-    if image.tag is not None:
-        return image.tag
-    return f"ray{image.ray_version}-maxtext{image.maxtext_version}-{(digest or context_digest())[:12]}"
+    """The image's tag (``digest``: the build context's digest, default the files in ``image/``)."""
+    return settings(config).image.current_tag(digest)
 
 
 def registry_host(config: StackConfig) -> str:
     return f"{config.region}-docker.pkg.dev"
 
 
-def image_ref(config: StackConfig, digest: str | None = None) -> str:
-    """``<region>-docker.pkg.dev/<project>/<repository>/<name>:<tag>``."""
+def image_name(config: StackConfig, digest: str | None = None) -> str:
+    """``<region>-docker.pkg.dev/<project>/<repository>/<name>:<tag>``: what the build pushes."""
     image = settings(config).image
     return f"{registry_host(config)}/{config.project}/{repository_id(config)}/{image.name}:{image_tag(config, digest)}"
 
 
+def training_ready(config: StackConfig) -> bool:
+    """Whether the pushed image's digest is recorded (``image.built``), so the Ray objects can run it.
+
+    A build's digest is known only after the build has pushed the image, which needs the repository
+    this stack creates: the first ``pulumi up`` creates the repository, ``image_build_command`` builds
+    and records ``image.built``, and the next ``up`` creates the RayCluster and RayJob. The config
+    rejects a ``built`` whose tag is not the current one (``MaxTextRayImageSpec``)."""
+    return settings(config).image.digest is not None
+
+
+def image_ref(config: StackConfig) -> str:
+    """``<image_name>@sha256:<digest>``: what the Ray pods run, by tag and digest (ValueError before the build)."""
+    digest = settings(config).image.digest
+    if digest is None:
+        raise ValueError(f"{config.stack}: the training image has no recorded digest ({BUILT_KEY} is unset)")
+    return f"{image_name(config)}@{digest}"
+
+
 def build_command(config: StackConfig) -> str:
-    """The one command (run from the repository root) that builds and pushes the image by Cloud Build."""
+    """The one command (run from the repository root) that builds and pushes the image by Cloud Build,
+    then records what it pushed (``<tag>@<digest>``) in the stack's config.
+
+    ``--suppress-logs`` keeps stdout to the finished build, whose ``results.images[0].digest`` is the
+    digest Cloud Build pushed (Cloud Build API ``Results.images[]``: ``BuiltImage.digest``); gcloud
+    prints the build's log URL on stderr. ``&&``: a failed build records nothing."""
     image = settings(config).image
     substitutions = ",".join(
         (
-            f"_IMAGE={image_ref(config)}",
+            f"_IMAGE={image_name(config)}",
             f"_RAY_VERSION={image.ray_version}",
             f"_MAXTEXT_VERSION={image.maxtext_version}",
         )
     )
-    return shlex.join(
+    build = shlex.join(
         [
             "gcloud",
             "builds",
@@ -140,8 +140,12 @@ def build_command(config: StackConfig) -> str:
             "--config",
             f"{IMAGE_CONTEXT_IN_REPO}/cloudbuild.yaml",
             f"--substitutions={substitutions}",
+            "--suppress-logs",
+            "--format=value(results.images[0].digest)",
         ]
     )
+    record = shlex.join(["pulumi", "config", "set", "--path", BUILT_KEY]) + f' "{image_tag(config)}@$digest"'
+    return f"digest=$({build}) && {record}"
 
 
 # ---------------------------------------------------------------- training run
@@ -401,7 +405,9 @@ def render_ray_job(stack: StackPlan) -> dict[str, Any]:
 
 def render_objects(stack: StackPlan) -> list[dict[str, Any]]:
     """Every Ray object of the stack: the RayCluster and the RayJob, or the RayJob alone when it embeds
-    its cluster."""
+    its cluster; none before the image's digest is recorded (``training_ready``)."""
+    if not training_ready(stack.config):
+        return []
     if embeds_cluster(stack.config):
         return [render_ray_job(stack)]
     return [render_ray_cluster(stack), render_ray_job(stack)]
@@ -434,7 +440,10 @@ def dashboard_command(stack: StackPlan) -> str:
 
 
 def network_intents(stack: StackPlan) -> tuple[netpol.Intent, ...]:
-    """Who reaches the Ray pods, and why (ports come from the rendered objects, by port name)."""
+    """Who reaches the Ray pods, and why (ports come from the rendered objects, by port name); no flow
+    before there are Ray pods (``training_ready``), so the namespace keeps its default deny alone."""
+    if not training_ready(stack.config):
+        return ()
     cluster = netpol.roles("ray-head", "ray-worker")
     return (
         netpol.Flow(

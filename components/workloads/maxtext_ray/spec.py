@@ -12,14 +12,19 @@ Rules that need the rest of the stack (the bucket key, its role, the slice count
 
 from __future__ import annotations
 
+import hashlib
 import re
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from components import naming
 from components.catalog.models import MODELS
 from components.config.base import BucketNeed, Spec
 from components.config.errors import raise_rules, rule
+from components.config.isolation import Claim
 from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
 
 if TYPE_CHECKING:
@@ -33,6 +38,21 @@ RUN_NAME_PATTERN = r"^[a-z]([-a-z0-9]{0,45}[a-z0-9])?$"
 """The run name is also the RayJob's name: a DNS-1035 label of at most 47 characters (KubeRay's
 MaxRayJobNameLength), which also makes it a safe MaxText run_name and GCS path segment."""
 MAXTEXT_KEY = re.compile(r"^[a-z_][a-z0-9_]*$")
+BUILT_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}@sha256:[a-f0-9]{64}$"
+"""``<tag>@sha256:<digest>``: what the build pushed (``MaxTextRayImageSpec.built``)."""
+
+IMAGE_CONTEXT = Path(__file__).resolve().parent / "image"
+IMAGE_FILES = ("Dockerfile", "requirements.txt", "maxtext_ray_trainer.py")
+"""The files the image is built from; their digest is part of the derived tag."""
+
+
+@cache
+def context_digest(context: Path = IMAGE_CONTEXT) -> str:
+    """SHA-256 over the build context's files (name and bytes), so the tag changes with any of them."""
+    digest = hashlib.sha256()
+    for name in IMAGE_FILES:
+        digest.update(name.encode() + b"\0" + (context / name).read_bytes() + b"\0")
+    return digest.hexdigest()
 
 # MaxText keys the stack derives (from the workload, the plan or this spec); setting them in
 # maxtextArgs would configure the same fact twice.
@@ -71,6 +91,16 @@ class MaxTextRayImageSpec(Spec):
         "Dockerfile or trainer changes the tag, and the stack's build command, instead of reusing a stale image. "
         "Never 'latest'.",
     )
+    built: str | None = Field(
+        None,
+        pattern=BUILT_PATTERN,
+        description="The image the build pushed, as <tag>@sha256:<digest>; image_build_command records it here "
+        "(pulumi config set) once Cloud Build has pushed the image. The RayCluster and RayJob run "
+        "<repository>/<name>:<tag>@sha256:<digest>, so the stack creates them only once this is set, and refuses a "
+        "value whose tag is no longer the image's tag (a changed Dockerfile, trainer or pin derives a new tag: "
+        "rebuild). Unset: the stack creates the image repository and its read grant only, and its outputs say what "
+        "to run, because a build's digest exists only after the build.",
+    )
     ray_version: str = Field(
         "2.49.1",
         pattern=r"^\d+\.\d+\.\d+$",
@@ -100,6 +130,37 @@ class MaxTextRayImageSpec(Spec):
                 ]
             )
         return self
+
+    @model_validator(mode="after")
+    def _built_is_this_tag(self) -> MaxTextRayImageSpec:
+        # A digest recorded for an older tag would run the old image under the new tag's name.
+        tag = self.current_tag()
+        if self.built is not None and self.built.partition("@")[0] != tag:
+            raise_rules(
+                [
+                    rule(
+                        "built",
+                        self.built,
+                        f"was pushed as tag {self.built.partition('@')[0]}, but the image is now tag {tag} (its build "
+                        "context or pins changed)",
+                        f"{tag}@sha256:<digest of that build>",
+                        "run image_build_command (it builds the new tag and records it here), or revert the change",
+                    )
+                ]
+            )
+        return self
+
+    def current_tag(self, context: str | None = None) -> str:
+        """The tag the image is built and run as: configured, or ray<ray>-maxtext<maxtext>-<12 hex of the
+        build context's digest> (``context``: that digest, default the files in ``image/``)."""
+        if self.tag is not None:
+            return self.tag
+        return f"ray{self.ray_version}-maxtext{self.maxtext_version}-{(context or context_digest())[:12]}"
+
+    @property
+    def digest(self) -> str | None:
+        """The pushed image's digest (``sha256:...``), once ``built`` records it."""
+        return self.built.partition("@")[2] if self.built is not None else None
 
 
 class RayHeadSpec(Spec):
@@ -211,6 +272,11 @@ class MaxTextRaySpec(Spec):
         raise_rules(rules)
         return self
 
+    def claims(self, config: StackConfig) -> tuple[Claim, ...]:
+        # Repositories are unique per project and location; the stack creates and deletes its own.
+        scope = f"project {config.project}, region {config.region}"
+        return (Claim("Artifact Registry repository", scope, repository_id(config), "workload.maxtextRay.image.repository"),)
+
     def bucket_needs(self, config: StackConfig) -> tuple[BucketNeed, ...]:
         return (
             BucketNeed(
@@ -268,3 +334,12 @@ class MaxTextRayWorkload(WorkloadBase):
 def settings(config: StackConfig) -> MaxTextRaySpec:
     """This kind's settings section of ``config`` (TypeError for a stack of another kind)."""
     return workload_as(config.workload, MaxTextRayWorkload).maxtext_ray
+
+
+def repository_id(config: StackConfig) -> str:
+    """Artifact Registry repository id: configured, or the stack name (letter first, at most 63)."""
+    configured = settings(config).image.repository
+    if configured is not None:
+        return configured
+    name = naming.fit(config.stack, 63)
+    return name if name[:1].isalpha() else naming.fit(f"r-{name}", 63)

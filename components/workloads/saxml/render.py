@@ -32,6 +32,7 @@ from typing import Any
 from components.capacity import StackPlan
 from components.catalog.models import MODELS
 from components.endpoints import INTERNAL_LB_ANNOTATION
+from components.policy.rules import PRIVILEGED_TPU_ANNOTATION, PRIVILEGED_TPU_REASON
 from components.render import netpol
 from components.render.core import common_labels, with_baseline_security
 from components.workloads.saxml.spec import settings
@@ -210,6 +211,14 @@ def render_admin_server(stack: StackPlan, *, namespace: str, service_account: st
     return deployment
 
 
+def _model_server_pod_metadata(stack: StackPlan, component: str, *, privileged: bool) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"labels": common_labels(stack.config.stack, component)}
+    if privileged:
+        # The policy pack refuses privileged pods, except TPU containers of a pod that says why.
+        metadata["annotations"] = {PRIVILEGED_TPU_ANNOTATION: PRIVILEGED_TPU_REASON}
+    return metadata
+
+
 def render_model_servers(stack: StackPlan, *, namespace: str, service_account: str, bucket_name: str) -> dict[str, Any]:
     """One JobSet: a replicated Job per slice (one Saxml model server each), one pod per TPU host."""
     spec = settings(stack.config)
@@ -266,7 +275,7 @@ def render_model_servers(stack: StackPlan, *, namespace: str, service_account: s
                             "backoffLimit": 0,
                             "completionMode": "Indexed",
                             "template": {
-                                "metadata": {"labels": common_labels(stack.config.stack, component)},
+                                "metadata": _model_server_pod_metadata(stack, component, privileged=spec.model_server_privileged),
                                 "spec": {
                                     "serviceAccountName": service_account,
                                     "restartPolicy": "Never",
@@ -312,6 +321,7 @@ def render_http_service(stack: StackPlan, *, namespace: str) -> dict[str, Any]:
         "type": "LoadBalancer",
         "selector": _selector(stack, HTTP_NAME),
         "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": HTTP_PORT, "protocol": "TCP"}],
+        **netpol.load_balanced_service_fields(stack.config.cluster.dataplane),
     }
     if spec.load_balancer_source_ranges:
         service_spec["loadBalancerSourceRanges"] = list(spec.load_balancer_source_ranges)
@@ -486,7 +496,8 @@ def network_intents(stack: StackPlan) -> tuple[netpol.Intent, ...]:
         netpol.ServiceClients(
             "sax-http",
             HTTP_SERVICE_NAME,
-            why="clients of the internal load balancer (who reaches it is the Service's and the VPC's to decide)",
+            why="clients of the internal load balancer: the Service's source ranges (every address outside the cluster "
+            "without them), whose addresses arrive unchanged (externalTrafficPolicy: Local); in-cluster callers by label",
         ),
     ]
     if settings(stack.config).publish.enabled:

@@ -14,13 +14,14 @@ commit c6f85f55, 2023-11-28): images ``sax-admin-server:v1.1.0``, ``sax-model-se
 
 from __future__ import annotations
 
-import ipaddress
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from components.config.base import BucketNeed, PinnedImage, Spec
+from components.catalog.images import image
+from components.config.base import BucketNeed, Cidr, PinnedImage, Spec
 from components.config.errors import raise_rules, rule
+from components.config.rules import load_balancer_dataplane_rules
 from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
 from components.planner.perf import Server
 
@@ -28,7 +29,11 @@ if TYPE_CHECKING:
     from components.catalog.tpu import TpuSlice
     from components.config.stack import StackConfig
 
-SAX_IMAGES = "us-docker.pkg.dev/cloud-tpu-images/inference"
+# Default images, by tag and digest (components/catalog/images.json).
+ADMIN_SERVER_IMAGE = image("sax-admin-server")
+MODEL_SERVER_IMAGE = image("sax-model-server")
+HTTP_SERVER_IMAGE = image("sax-http")
+PUBLISH_IMAGE = image("curl")
 
 # Ports the model-server pods already use: 8471 TPU runtime (megascale/slice builder, declared by
 # the seed), 8476 the JAX distributed coordinator on worker 0.
@@ -61,9 +66,9 @@ class SaxmlPublishSpec(Spec):
         "only for the HTTP and admin servers, which start in minutes; model loading (about 10 min) happens after.",
     )
     image: PinnedImage = Field(
-        "curlimages/curl:8.11.1",
+        PUBLISH_IMAGE.ref,
         description="Image of the publish Job (needs sh and curl >= 7.76 for --fail-with-body). Defaults to "
-        "curlimages/curl:8.11.1 because it is small and pinned.",
+        f"{PUBLISH_IMAGE.repository}:{PUBLISH_IMAGE.tag} by digest because it is small.",
     )
 
 
@@ -82,19 +87,19 @@ class SaxmlSpec(Spec):
         "/sax/test because the seed and the images' defaults use it.",
     )
     admin_server_image: PinnedImage = Field(
-        f"{SAX_IMAGES}/sax-admin-server:v1.1.0",
-        description="Admin server image. Defaults to the multi-host sample's v1.1.0 because that pairing with the "
-        "model server was tested upstream on v5e 4x8.",
+        ADMIN_SERVER_IMAGE.ref,
+        description=f"Admin server image. Defaults to the multi-host sample's {ADMIN_SERVER_IMAGE.tag} because that "
+        "pairing with the model server was tested upstream on v5e 4x8.",
     )
     model_server_image: PinnedImage = Field(
-        f"{SAX_IMAGES}/sax-model-server:v1.1.0",
-        description="Model server image. Defaults to the multi-host sample's v1.1.0 because that is the version "
-        "tested upstream with LmCloudSpmd175B32Test on v5e.",
+        MODEL_SERVER_IMAGE.ref,
+        description=f"Model server image. Defaults to the multi-host sample's {MODEL_SERVER_IMAGE.tag} because that is "
+        "the version tested upstream with LmCloudSpmd175B32Test on v5e.",
     )
     http_server_image: PinnedImage = Field(
-        f"{SAX_IMAGES}/sax-http:v1.0.0",
-        description="HTTP server image. Defaults to the multi-host sample's v1.0.0 (one minor behind the servers, "
-        "as upstream) because its request format is the one the publish Job and the README use.",
+        HTTP_SERVER_IMAGE.ref,
+        description=f"HTTP server image. Defaults to the multi-host sample's {HTTP_SERVER_IMAGE.tag} (one minor behind "
+        "the servers, as upstream) because its request format is the one the publish Job and the README use.",
     )
     admin_port: Annotated[int, Field(ge=1024, le=65535)] = Field(
         10000,
@@ -123,7 +128,7 @@ class SaxmlSpec(Spec):
         "HTTP server has no authentication and exposes publish/unpublish/generate, and a model endpoint outside "
         "the VPC needs both source ranges and authentication; reach it from the VPC or with kubectl port-forward.",
     )
-    load_balancer_source_ranges: list[str] = Field(
+    load_balancer_source_ranges: list[Cidr] = Field(
         [],
         description="CIDRs inside the VPC allowed to reach the internal LoadBalancer (loadBalancerSourceRanges). "
         "Empty allows the whole VPC.",
@@ -131,6 +136,11 @@ class SaxmlSpec(Spec):
     publish: SaxmlPublishSpec = Field(
         default_factory=SaxmlPublishSpec, description="Declarative publish of the model into the cell."
     )
+
+    def stack_rules(self, config: Any) -> list[dict[str, Any]]:
+        """Rules across the stack: the HTTP server's internal LoadBalancer names its clients by address
+        in its NetworkPolicy, which needs GKE Dataplane V2."""
+        return load_balancer_dataplane_rules("cluster.dataplane", config.cluster.dataplane)
 
     def bucket_needs(self, config: Any) -> tuple[BucketNeed, ...]:
         """The admin server keeps its state in the `sax` bucket and must be able to write it: it
@@ -150,11 +160,6 @@ class SaxmlSpec(Spec):
     @model_validator(mode="after")
     def _rules(self) -> SaxmlSpec:
         rules = []
-        for i, cidr in enumerate(self.load_balancer_source_ranges):
-            try:
-                ipaddress.ip_network(cidr, strict=True)
-            except ValueError:
-                rules.append(rule(f"loadBalancerSourceRanges.{i}", cidr, "is not a CIDR", "e.g. 10.0.0.0/8", "fix it"))
         if not self.internal_load_balancer:
             rules.append(
                 rule(

@@ -30,7 +30,7 @@ from components.identity import WorkloadIdentity, principal_member, stack_urn
 from components.netpol import network_policies
 from components.storage import StackBucket
 from components.workloads.vllm import render as render
-from components.workloads.vllm.spec import API_KEY_SECRET, settings
+from components.workloads.vllm.spec import ADAPTER_NAME, ADAPTER_NAMESPACE, API_KEY_SECRET, settings
 
 MONITORING_VIEWER = "roles/monitoring.viewer"
 JETSTREAM_CONTROLLER = f"gke-tpu-llm:jetstream:JetstreamServer${HelmController.TYPE}"
@@ -70,7 +70,7 @@ class MetricsAdapter(pulumi.ComponentResource):
             )
         number = gcp.organizations.get_project_output(project_id=config.project).number
         self.member = number.apply(
-            lambda n: principal_member(str(n), config.project, render.ADAPTER_NAMESPACE, render.ADAPTER_NAME)
+            lambda n: principal_member(str(n), config.project, ADAPTER_NAMESPACE, ADAPTER_NAME)
         )
         self.iam = gcp.projects.IAMMember(
             f"{name}-monitoring-viewer",
@@ -209,7 +209,7 @@ def deploy(
             "metrics-adapter-network-policies",
             render.render_metrics_adapter(config.stack, settings(config).metrics_adapter_version),
             render.adapter_network_intents(),
-            namespace=render.ADAPTER_NAMESPACE,
+            namespace=ADAPTER_NAMESPACE,
             stack=config.stack,
             cluster=cluster,
             depends_on=[adapter],

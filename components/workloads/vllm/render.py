@@ -32,12 +32,23 @@ import math
 from typing import Any
 
 from components.capacity import StackPlan
+from components.catalog.images import pinned
 from components.config.workload import serving_scenario
-from components.endpoints import AUTH_ANNOTATION, INTERNAL_LB_ANNOTATION
+from components.endpoints import AUTH_ANNOTATION, AUTH_PATHS_ANNOTATION, INTERNAL_LB_ANNOTATION, OPEN_PATHS_ANNOTATION
 from components.render import netpol
 from components.render.benchmark import BenchmarkClient, num_prompts, server_url
 from components.render.core import common_labels, with_baseline_security
-from components.workloads.vllm.spec import API_KEY_SECRET, max_num_seqs, pool_nodes, settings
+from components.workloads.vllm.spec import (
+    ADAPTER_IMAGE,
+    ADAPTER_NAME,
+    ADAPTER_NAMESPACE,
+    API_KEY_OPEN_PATHS,
+    API_KEY_PATHS,
+    API_KEY_SECRET,
+    max_num_seqs,
+    pool_nodes,
+    settings,
+)
 
 PORT = 8000
 PORT_NAME = "http"
@@ -59,10 +70,8 @@ CACHE_VOLUME_HEADROOM = 1.05  # tmpfs a little above the cache size: gcsfuse evi
 ROLLOUT_SLACK_SECONDS = 1800  # TPU node scale-up and a ~10 GB image pull before the startup budget starts
 TPU_TOLERATION = {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
 
-ADAPTER_NAMESPACE = "custom-metrics"
-ADAPTER_NAME = "custom-metrics-stackdriver-adapter"
-ADAPTER_IMAGE = "gcr.io/gke-release/custom-metrics-stackdriver-adapter"
 ADAPTER_LABELS = {"run": ADAPTER_NAME, "k8s-app": ADAPTER_NAME}
+ADAPTER_AUTH = "kube-apiserver delegation"
 
 
 WORKER = "vllm-worker"
@@ -494,6 +503,8 @@ def render_service(plan: StackPlan, *, namespace: str) -> dict[str, Any]:
         annotations[INTERNAL_LB_ANNOTATION] = "Internal"
     if service.auth != "none":
         annotations[AUTH_ANNOTATION] = service.auth
+        annotations[AUTH_PATHS_ANNOTATION] = ",".join(API_KEY_PATHS)
+        annotations[OPEN_PATHS_ANNOTATION] = ",".join(API_KEY_OPEN_PATHS)
     metadata: dict[str, Any] = {
         "name": NAME,
         "namespace": namespace,
@@ -504,6 +515,7 @@ def render_service(plan: StackPlan, *, namespace: str) -> dict[str, Any]:
         "type": "LoadBalancer",
         "selector": server_selector(plan),
         "ports": [{"name": PORT_NAME, "port": PORT, "targetPort": PORT_NAME, "protocol": "TCP"}],
+        **netpol.load_balanced_service_fields(plan.config.cluster.dataplane),
     }
     if service.source_ranges:
         spec["loadBalancerSourceRanges"] = list(service.source_ranges)
@@ -647,7 +659,8 @@ def render_metrics_adapter(stack: str, version: str) -> list[dict[str, Any]]:
                         "containers": [
                             {
                                 "name": "pod-custom-metrics-stackdriver-adapter",
-                                "image": f"{ADAPTER_IMAGE}:{version}",
+                                # By digest when the catalog lists the tag (components/catalog/images.json).
+                                "image": pinned(ADAPTER_IMAGE.repository, version),
                                 "imagePullPolicy": "IfNotPresent",  # the tag is pinned; upstream's Always only adds pulls
                                 "command": ["/adapter", "--use-new-resource-model=true", "--fallback-for-container-metrics=true"],
                                 "resources": {
@@ -663,11 +676,18 @@ def render_metrics_adapter(stack: str, version: str) -> list[dict[str, Any]]:
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": meta(
-                ADAPTER_NAME,
-                ADAPTER_NAMESPACE,
-                {**ADAPTER_LABELS, "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "Adapter"},
-            ),
+            "metadata": {
+                **meta(
+                    ADAPTER_NAME,
+                    ADAPTER_NAMESPACE,
+                    {**ADAPTER_LABELS, "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "Adapter"},
+                ),
+                # Open to any source (its policy: the control plane's address has no selector), but an
+                # aggregated API server: every request needs the API server's front-proxy certificate or
+                # a token it accepts (TokenReview, SubjectAccessReview; the auth-delegator and
+                # auth-reader bindings below).
+                "annotations": {AUTH_ANNOTATION: ADAPTER_AUTH},
+            },
             "spec": {
                 "ports": [{"port": 443, "protocol": "TCP", "targetPort": 443}],
                 "selector": dict(ADAPTER_LABELS),
@@ -703,7 +723,8 @@ def network_intents(plan: StackPlan) -> tuple[netpol.Intent, ...]:
         netpol.ServiceClients(
             "vllm-api",
             NAME,
-            why="clients of the load balancer (who reaches it is the Service's source ranges, the VPC and the API key)",
+            why="clients of the internal load balancer: the Service's source ranges (every address outside the cluster "
+            "without them), whose addresses arrive unchanged (externalTrafficPolicy: Local); no pod of the cluster",
         ),
         netpol.Scrapes("vllm-metrics", NAME, why="Managed Prometheus scrapes /metrics for the HPA's metric"),
     )

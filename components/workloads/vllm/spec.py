@@ -20,15 +20,23 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from components.catalog.images import image
 from components.catalog.models import MODELS
-from components.config.base import BucketNeed, PinnedImage, Spec
+from components.config.base import BucketNeed, Cidr, PinnedImage, Spec
 from components.config.errors import raise_rules, rule
+from components.config.isolation import Claim, identity_namespace_claim
+from components.config.rules import load_balancer_dataplane_rules
 from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
 from components.planner.perf import Server
 
 if TYPE_CHECKING:
     from components.catalog.tpu import TpuSlice
     from components.config.stack import StackConfig
+
+VLLM_IMAGE = image("vllm-tpu")
+"""The default vLLM TPU server image (tag and digest: components/catalog/images.json)."""
+ADAPTER_IMAGE = image("custom-metrics-stackdriver-adapter")
+"""The default Custom Metrics Stackdriver Adapter image."""
 
 # Hugging Face repositories of the catalog models vLLM downloads (the seed serves the base
 # meta-llama/Llama-3.1-70B; upstream manifest kubernetes-engine-samples vllm-llama3-70b.yaml).
@@ -82,7 +90,20 @@ DEFAULT_TARGETS: dict[str, float] = {
 }
 
 API_KEY_SECRET = "vllmApiKey"
+API_KEY_PATHS = ("/v1", "/v2", "/inference")
+"""The only path prefixes vLLM's API key guards: ``GUARDED_PREFIX`` of its ``AuthenticationMiddleware``
+(``vllm/entrypoints/serve/utils/server_utils.py`` at v0.27.1, quoted in vllm-project/vllm#58144;
+vLLM's security guide, "API Key Authentication Limitations")."""
+API_KEY_OPEN_PATHS = ("/invocations", "/pooling", "/classify", "/score", "/rerank", "/tokenize", "/metrics", "/health")
+"""Paths the same server answers without the key (the security guide's list; ``/invocations`` runs the
+same completions as ``/v1``): the plan's endpoint line names them beside the key."""
+_GUARDED = f"{', '.join(API_KEY_PATHS[:-1])} and {API_KEY_PATHS[-1]}"
 """Secret config key of the API key clients send as ``Authorization: Bearer <key>``."""
+
+ADAPTER_NAMESPACE = "custom-metrics"
+ADAPTER_NAME = "custom-metrics-stackdriver-adapter"
+"""The Custom Metrics Stackdriver Adapter's namespace and KSA, fixed by its upstream manifest: its
+Google principal is the same in every cluster of a project (a claim of the stack that installs it)."""
 
 
 class VllmServiceSpec(Spec):
@@ -92,7 +113,7 @@ class VllmServiceSpec(Spec):
         "balancer) is accepted: 'external' (a public IP, as the seed) is refused because vLLM's API key does not "
         "cover every inference path (/invocations answers without it), so a public vLLM would be unauthenticated.",
     )
-    source_ranges: list[str] = Field(
+    source_ranges: list[Cidr] = Field(
         [],  # pydantic copies the default per instance
         description="CIDRs inside the VPC allowed to reach the internal load balancer (Service "
         "loadBalancerSourceRanges). Empty: the whole VPC.",
@@ -100,7 +121,7 @@ class VllmServiceSpec(Spec):
     auth: Literal["none", "api-key"] = Field(
         "none",
         description="Client authentication, in depth behind the internal load balancer. 'api-key': vLLM requires "
-        f"`Authorization: Bearer <key>` on /v1, /v2 and /inference (the key is the secret config gke-tpu-llm:{API_KEY_SECRET}, "
+        f"`Authorization: Bearer <key>` on {_GUARDED} (the key is the secret config gke-tpu-llm:{API_KEY_SECRET}, "
         "handed to vLLM as VLLM_API_KEY from a Kubernetes Secret, never on the command line; other paths such as "
         "/invocations, /health and /metrics stay open, see type). Defaults to none because the endpoint is "
         "reachable only from the VPC.",
@@ -108,24 +129,14 @@ class VllmServiceSpec(Spec):
 
     @model_validator(mode="after")
     def _exposure(self) -> VllmServiceSpec:
-        import ipaddress
-
         rules: list[dict[str, Any]] = []
-        bad = []
-        for cidr in self.source_ranges:
-            try:
-                ipaddress.ip_network(cidr, strict=True)
-            except ValueError:
-                bad.append(cidr)
-        if bad:
-            rules.append(rule("sourceRanges", bad, "are not CIDR networks", "e.g. 203.0.113.0/24", "use network/prefix notation"))
         if self.type == "external":
             rules.append(
                 rule(
                     "type",
                     "external",
                     "would put vLLM outside the VPC, and nothing this stack can set authenticates all of it: vLLM's "
-                    "API key guards only /v1, /v2 and /inference, while /invocations (the same completions), /pooling, "
+                    f"API key guards only {_GUARDED}, while /invocations (the same completions), /pooling, "
                     "/score, /tokenize and more answer without it (docs.vllm.ai security guide, 'API key "
                     "authentication limitations'; vllm-project/vllm#58144 on v0.27)",
                     "internal",
@@ -247,9 +258,10 @@ class VllmSpec(Spec):
     """vLLM serving on a single-host (Deployment) or multi-host (LeaderWorkerSet + Ray) TPU slice."""
 
     image: PinnedImage = Field(
-        "vllm/vllm-tpu:v0.27.0",
-        description="vLLM TPU server image, pinned to a released tag or digest. Defaults to vllm/vllm-tpu:v0.27.0, "
-        "a release (upstream's manifest uses the floating :latest, so a restart could change the server).",
+        VLLM_IMAGE.ref,
+        description="vLLM TPU server image, pinned to a released tag or digest. Defaults to "
+        f"{VLLM_IMAGE.repository}:{VLLM_IMAGE.tag} by tag and digest (components/catalog/images.json), a release "
+        "(upstream's manifest uses the floating :latest, so a restart could change the server).",
     )
     model_id: str | None = Field(
         None,
@@ -287,11 +299,11 @@ class VllmSpec(Spec):
         "pipeline parallelism as passing). Defaults to false, so such a layout is refused with the reason.",
     )
     metrics_adapter_version: str = Field(
-        "v0.16.10-gke.0",
+        ADAPTER_IMAGE.tag,
         pattern=r"^v\d+\.\d+\.\d+(-gke\.\d+)?$",
-        description="Custom Metrics Stackdriver Adapter image tag (gcr.io/gke-release/custom-metrics-stackdriver-"
-        "adapter), installed only with autoscaling. Defaults to v0.16.10-gke.0, the release the upstream "
-        "production manifest pins (GoogleCloudPlatform/k8s-stackdriver#1245).",
+        description=f"Custom Metrics Stackdriver Adapter image tag ({ADAPTER_IMAGE.repository}), installed only "
+        f"with autoscaling; a tag the image catalog lists is pinned by its digest too. Defaults to {ADAPTER_IMAGE.tag}, "
+        "the release the upstream production manifest pins (GoogleCloudPlatform/k8s-stackdriver#1245).",
     )
 
     # ---- derived values (read by the renderer and by the rules below) ----
@@ -329,6 +341,17 @@ class VllmSpec(Spec):
         # vLLM downloads gated Llama weights from Hugging Face on first start; the API key only when
         # the endpoint authenticates its clients.
         return ("hfToken", *((API_KEY_SECRET,) if self.service.auth == "api-key" else ()))
+
+    def claims(self, config: StackConfig) -> tuple[Claim, ...]:
+        # The adapter's KSA holds roles/monitoring.viewer on the project: a second stack installing it
+        # in the same project would share (and on destroy remove) that grant.
+        if not self.autoscaling.enabled:
+            return ()
+        fix = (
+            "the adapter's namespace and KSA are fixed upstream, so one autoscaled vLLM stack per project: give one "
+            "stack another gcp:project, or set workload.vllm.autoscaling.enabled: false in one"
+        )
+        return (identity_namespace_claim(config.project, ADAPTER_NAMESPACE, "workload.vllm.autoscaling.enabled", True, fix),)
 
     def bucket_needs(self, config: StackConfig) -> tuple[BucketNeed, ...]:
         return (
@@ -399,6 +422,8 @@ class VllmSpec(Spec):
                     "set a smaller workload.vllm.gcsFuse.fileCacheGi or use a larger machine type",
                 )
             )
+        # The Service is an internal LoadBalancer whose NetworkPolicy names its clients by address.
+        rules += load_balancer_dataplane_rules("cluster.dataplane", config.cluster.dataplane)
         return rules
 
     def _multi_host_rules(self, config: StackConfig) -> list[dict[str, Any]]:
