@@ -7,10 +7,10 @@ needs next. The same file runs under real ``pulumi up`` and under ``python -m co
 
 import pulumi
 
-from components.capacity import resolve
 from components.config.errors import ConfigError
-from components.platform import build_platform
-from components.program import load_stack_config
+from components.config.resolve import resolve
+from components.program.build import build_platform
+from components.program.runtime import load_stack_config
 from components.workloads.deploy import deploy_workload
 
 try:

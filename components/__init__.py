@@ -23,32 +23,32 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # Explicit re-exports ("X as X"): the type checkers' view of the lazy exports below.
-    from components.args import ArgsError as ArgsError
-    from components.gke import GkeCluster as GkeCluster
-    from components.gke import GkeClusterArgs as GkeClusterArgs
-    from components.identity import NodeServiceAccount as NodeServiceAccount
-    from components.identity import NodeServiceAccountArgs as NodeServiceAccountArgs
-    from components.identity import WorkloadIdentity as WorkloadIdentity
-    from components.identity import WorkloadIdentityArgs as WorkloadIdentityArgs
-    from components.storage import StackBucket as StackBucket
-    from components.storage import StackBucketArgs as StackBucketArgs
-    from components.tpu_pool import Autoscaling as Autoscaling
-    from components.tpu_pool import TpuSlicePool as TpuSlicePool
-    from components.tpu_pool import TpuSlicePoolArgs as TpuSlicePoolArgs
+    from components.platform.args import ArgsError as ArgsError
+    from components.platform.gke import GkeCluster as GkeCluster
+    from components.platform.gke import GkeClusterArgs as GkeClusterArgs
+    from components.platform.identity import NodeServiceAccount as NodeServiceAccount
+    from components.platform.identity import NodeServiceAccountArgs as NodeServiceAccountArgs
+    from components.platform.identity import WorkloadIdentity as WorkloadIdentity
+    from components.platform.identity import WorkloadIdentityArgs as WorkloadIdentityArgs
+    from components.platform.storage import StackBucket as StackBucket
+    from components.platform.storage import StackBucketArgs as StackBucketArgs
+    from components.platform.tpu_pool import Autoscaling as Autoscaling
+    from components.platform.tpu_pool import TpuSlicePool as TpuSlicePool
+    from components.platform.tpu_pool import TpuSlicePoolArgs as TpuSlicePoolArgs
 
 _EXPORTS: dict[str, str] = {
-    "ArgsError": "components.args",
-    "Autoscaling": "components.tpu_pool",
-    "GkeCluster": "components.gke",
-    "GkeClusterArgs": "components.gke",
-    "NodeServiceAccount": "components.identity",
-    "NodeServiceAccountArgs": "components.identity",
-    "StackBucket": "components.storage",
-    "StackBucketArgs": "components.storage",
-    "TpuSlicePool": "components.tpu_pool",
-    "TpuSlicePoolArgs": "components.tpu_pool",
-    "WorkloadIdentity": "components.identity",
-    "WorkloadIdentityArgs": "components.identity",
+    "ArgsError": "components.platform.args",
+    "Autoscaling": "components.platform.tpu_pool",
+    "GkeCluster": "components.platform.gke",
+    "GkeClusterArgs": "components.platform.gke",
+    "NodeServiceAccount": "components.platform.identity",
+    "NodeServiceAccountArgs": "components.platform.identity",
+    "StackBucket": "components.platform.storage",
+    "StackBucketArgs": "components.platform.storage",
+    "TpuSlicePool": "components.platform.tpu_pool",
+    "TpuSlicePoolArgs": "components.platform.tpu_pool",
+    "WorkloadIdentity": "components.platform.identity",
+    "WorkloadIdentityArgs": "components.platform.identity",
 }
 """Public name -> the module that defines it."""
 

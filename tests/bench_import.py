@@ -36,7 +36,7 @@ TARGET = 1.5
 # loads it on first attribute access; a placeholder still of that class was never loaded.
 _DISCOVER = """
 import contextlib, io, json, sys
-from components.__main__ import main
+from components.tools.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     status = main(["plan", sys.argv[1], "--json"])
 if status:

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components import stacks  # noqa: E402
+from components.config import stack_files as stacks  # noqa: E402
 
 FLOOR = "import pulumi, pulumi_gcp, pulumi_kubernetes, jax"
 

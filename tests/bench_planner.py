@@ -46,8 +46,8 @@ def main(repeats: int = 20) -> None:
 
     print(f"import jax in this process: {(time.perf_counter() - start) * 1000:.0f} ms")
 
-    from components import stacks
-    from components.capacity import resolve, workload_of
+    from components.config import stack_files as stacks
+    from components.config.resolve import resolve, workload_of
 
     header = f"{'stack':<20} {'slice':<12} {'cold ms':>8} {'warm ms':>8} {'select ms':>9} {'resolve ms':>10}  per-chip"
     print(header)

@@ -16,9 +16,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from components import report, stacks  # noqa: E402
+from components.config import stack_files as stacks  # noqa: E402
 from components.config.loader import parse_stack_config, required_secrets  # noqa: E402
 from components.config.stack import StackConfig  # noqa: E402
+from components.tools import report  # noqa: E402
 
 STACKS = stacks.list_stacks()
 

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components import report, stacks
-from components.__main__ import main
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.config.platform import MAX_AUTHORIZED_NETWORKS
+from components.tools import report
+from components.tools.cli import main
 from tests.conftest import make_config
 
 

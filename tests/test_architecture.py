@@ -105,7 +105,7 @@ def test_no_import_cycle_in_components() -> None:
         ("components.catalog", "components.planner"),
         ("components.planner", "components.config"),
         ("components.config", "components.render"),
-        ("components.render", "components.gke"),
+        ("components.render", "components.platform.gke"),
     ],
 )
 def test_layers_import_one_way(lower: str, upper: str) -> None:

@@ -17,8 +17,10 @@ import pulumi
 import pytest
 import yaml
 
-from components import mockengine, naming, stacks
-from components.__main__ import main
+from components.config import naming
+from components.config import stack_files as stacks
+from components.tools import mockengine
+from components.tools.cli import main
 from tests.conftest import STACKS, planned, run_cli_process
 
 Mutation = Callable[[dict[str, Any]], None]

@@ -15,15 +15,16 @@ from typing import Any
 import pytest
 import yaml
 
-from components import report, stacks
-from components.benchmark import BUCKET_ROLE, ServingBenchmark
 from components.catalog.images import image
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
+from components.platform.benchmark_job import BUCKET_ROLE, ServingBenchmark
 from components.policy.rules import Resource, violations
 from components.render import benchmark as render
 from components.render import netpol
-from components.scan import SCOPED_SKIPS, resource_key, run_checkov, scan_inputs, scoped_reason
-from components.validate import validate_all
+from components.tools import report
+from components.tools.scan import SCOPED_SKIPS, resource_key, run_checkov, scan_inputs, scoped_reason
+from components.tools.validate import validate_all
 from components.workloads.kind import benchmark_rules
 from components.workloads.registry import BY_KIND
 from components.workloads.vllm import render as vllm_render
@@ -336,7 +337,7 @@ def test_multi_host_server_is_reached_through_its_leader() -> None:
 
 
 def test_plan_of_a_kind_without_a_client_exits_2_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from components.__main__ import main as cli
+    from components.tools.cli import main as cli
 
     doc = yaml.safe_load(stacks.stack_path("saxml-175b").read_text())
     doc["config"]["gke-tpu-llm:workload"]["serving"] = {

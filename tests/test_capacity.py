@@ -11,11 +11,13 @@ import pulumi
 import pytest
 import yaml
 
-from components import mockengine, planner, report, stacks
-from components.capacity import resolve
+from components import planner
 from components.catalog import tpu as tpu_catalog
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
+from components.config.resolve import resolve
 from components.config.stack import StackConfig
+from components.tools import mockengine, report
 from tests.conftest import STACKS, make_config, planned
 
 # What the planner must reproduce from the model and settings alone (topology removed), per seed.
@@ -132,7 +134,7 @@ def test_capacity_bad_stack_registers_nothing_and_cli_exits_2(tmp_path: Path) ->
     with pytest.raises(pulumi.RunError, match=r"llama3.1-405b needs \d+"):
         records, _ = mockengine.run_program(stack_file)
     assert records == []
-    from components.__main__ import main
+    from components.tools.cli import main
 
     assert main(["plan", "--config", str(path)]) == 2
 
@@ -162,7 +164,7 @@ def test_capacity_errors_blame_the_setting_to_change(workload: dict[str, Any], t
 
 
 def test_capacity_selection_that_finds_no_slice_blames_the_generation() -> None:
-    from components.capacity import blamed
+    from components.config.resolve import blamed
 
     config = make_config(tpu={"topology": None})
     assert blamed(config, "slice") == ("tpu.generation", "v6e", blamed(config, "slice")[2])
@@ -179,7 +181,7 @@ def test_capacity_selection_that_finds_no_slice_blames_the_generation() -> None:
 @pytest.mark.parametrize("field", sorted(planner.PLAN_FIELDS))
 @pytest.mark.parametrize("topology", ["4x4", None])
 def test_capacity_every_planner_field_blames_a_stack_key_with_a_fix(field: planner.PlanField, topology: str | None) -> None:
-    from components.capacity import blamed
+    from components.config.resolve import blamed
 
     key, _, fix = blamed(make_config(tpu={"topology": topology}), field)
     assert key.startswith(("workload.", "tpu.")), key
@@ -307,7 +309,7 @@ def test_capacity_alternatives_only_where_the_planner_chose() -> None:
 
 
 def test_capacity_no_generation_of_the_zone_fits_blames_the_zone() -> None:
-    from components.capacity import blamed
+    from components.config.resolve import blamed
 
     config = unpinned("us-east5-b")
     key, value, fix = blamed(config, "slice")
@@ -320,7 +322,7 @@ def test_capacity_no_generation_of_the_zone_fits_blames_the_zone() -> None:
 
 
 def test_capacity_plan_prints_the_alternatives_for_a_chosen_slice_only(tmp_path: Path) -> None:
-    from components.__main__ import print_capacity
+    from components.tools.cli import print_capacity
 
     class Capture:
         def __init__(self) -> None:

@@ -1,4 +1,4 @@
-"""Capacity tiers in the cluster (components/render/capacity.py, components/scheduling.py): the
+"""Capacity tiers in the cluster (components/render/tiers.py, components/platform/addons/capacity_scheduling.py): the
 ComputeClass of a fallback ladder, the Kueue queue of queued provisioning, what every kind's pods
 get, and that a one-tier stack has none of it."""
 
@@ -11,17 +11,19 @@ from typing import Any
 import pytest
 import yaml
 
-from components import naming, report, stacks
+from components.config import naming
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.config.platform import CapacityTierSpec
 from components.config.rules import COMPUTE_CLASS_MIN_GKE_VERSION, compute_class_version_rules
 from components.config.stack import StackConfig
-from components.crds.controllers import group_size
-from components.manifests import MANIFESTS_DIR
-from components.render import capacity
+from components.crds.releases import group_size
+from components.platform.addons.capacity_scheduling import needed
+from components.render import tiers as capacity
 from components.render.core import get_path, pod_template_paths
-from components.scheduling import needed
-from components.validate import validate_all, validate_object
+from components.tools import report
+from components.tools.manifests import MANIFESTS_DIR
+from components.tools.validate import validate_all, validate_object
 from components.workloads.registry import KINDS
 from tests.conftest import BUILD_DIGEST, STACKS, make_config, planned_built
 
@@ -296,7 +298,7 @@ def test_ladder_plan(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_ladder_pools_carry_the_class(tmp_path: Path) -> None:
     """Every tier pool the ComputeClass names carries its label and taint (pool_scheduling through
-    components/platform.py into the node pools), so the class's priorities point at pools of the class."""
+    components/program/build.py into the node pools), so the class's priorities point at pools of the class."""
     tiers = "    capacity:\n      - type: reservation\n        reservation: my-res\n      - type: onDemand\n"
     result = plan_with(tmp_path, "llama-405b-vllm", "cap-ladder", tiers, "us-east5-b")
     name = capacity.compute_class_name(result.config)
@@ -324,7 +326,7 @@ def test_queue_plan(tmp_path: Path) -> None:
         "LocalQueue",
     }
     assert all(release.urn in r.dependencies for r in queue)  # CRDs and webhooks first
-    # The queued flavor's node labels are on the queued pool's nodes (components/tpu_pool.py).
+    # The queued flavor's node labels are on the queued pool's nodes (components/platform/tpu_pool.py).
     [flavor] = [r for r in queue if r.name.endswith(capacity.queued_flavor_name(result.config))]
     [pool] = [r for r in resources if r.type == "gcp:container/nodePool:NodePool" and r.name == "tpu-slice-0-pool"]
     assert flavor.inputs["spec"]["nodeLabels"].items() <= pool.inputs["nodeConfig"]["labels"].items()
@@ -335,7 +337,7 @@ def test_queue_plan(tmp_path: Path) -> None:
 
 
 def test_component_token_and_one_tier_guard() -> None:
-    from components.scheduling import CapacityScheduling
+    from components.platform.addons.capacity_scheduling import CapacityScheduling
 
     assert CapacityScheduling.TYPE == "gke-tpu-llm:scheduling:CapacityScheduling"
     with pytest.raises(ValueError, match="one tier"):
@@ -348,7 +350,7 @@ def test_ray_job_with_its_own_cluster_keeps_each_slice_in_one_pool() -> None:
     """A RayJob that embeds its cluster (the maxtext-ray kind under queued provisioning) under a ladder:
     the worker group's affinity cannot name the cluster (KubeRay names it), so the pod's own
     ``ray.io/cluster`` label scopes it, like the replica label."""
-    from components.capacity import resolve
+    from components.config.resolve import resolve
     from components.workloads.maxtext_ray import render as ray_render
 
     train: dict[str, Any] = {

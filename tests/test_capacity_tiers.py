@@ -16,13 +16,14 @@ import pulumi_gcp
 import pytest
 import yaml
 
-from components import replacement as rp
-from components import report, stacks, steps
-from components.args import ArgsError
 from components.catalog import tpu as tpu_catalog
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
-from components.review import compare_stack, render_comment
-from components.tpu_pool import TpuSlicePoolArgs
+from components.platform.args import ArgsError
+from components.platform.tpu_pool import TpuSlicePoolArgs
+from components.tools import replacement as rp
+from components.tools import report, steps
+from components.tools.review import compare_stack, render_comment
 from tests.conftest import make_config, planned, run_cli_process
 
 NODE_POOL = steps.NODE_POOL
@@ -240,7 +241,7 @@ def test_args_capacity_of_each_option() -> None:
 )
 def test_args_refuse_what_gke_refuses(kw: dict[str, Any], field: str) -> None:
     if "autoscaling" in kw:
-        from components.tpu_pool import Autoscaling
+        from components.platform.tpu_pool import Autoscaling
 
         kw = {**kw, "autoscaling": Autoscaling(**kw["autoscaling"])}
     with pytest.raises(ArgsError) as caught:
@@ -500,7 +501,7 @@ def test_changing_the_first_tiers_type_replaces_its_pool() -> None:
 
 
 def test_a_ladders_pools_carry_its_compute_class_label_and_taint() -> None:
-    from components.render.capacity import pool_scheduling
+    from components.render.tiers import pool_scheduling
 
     config = planned(FALLBACK).config
     pools = tpu_pools(plan_of(FALLBACK))

@@ -7,13 +7,14 @@ from typing import Any
 
 import pytest
 
-from components import mockengine, stacks
+from components.config import stack_files as stacks
 from components.config.stack import StackConfig
-from components.gke import GkeCluster
-from components.identity import NodeServiceAccount, WorkloadIdentity
-from components.platform import bucket_args, build_platform, cluster_args, identity_args, pool_args
-from components.storage import StackBucket
-from components.tpu_pool import TpuSlicePool
+from components.platform.gke import GkeCluster
+from components.platform.identity import NodeServiceAccount, WorkloadIdentity
+from components.platform.storage import StackBucket
+from components.platform.tpu_pool import TpuSlicePool
+from components.program.build import bucket_args, build_platform, cluster_args, identity_args, pool_args
+from components.tools import mockengine
 from tests.conftest import make_config
 
 COMPONENTS: list[Any] = [GkeCluster, TpuSlicePool, StackBucket, WorkloadIdentity, NodeServiceAccount]
@@ -338,8 +339,8 @@ def test_tpu_pool_prod_allowance_lifts_protection_and_marks_the_pool() -> None:
 
 def test_the_rollout_cost_of_a_pool_is_the_catalog_price_of_its_chips(monkeypatch: pytest.MonkeyPatch) -> None:
     """``steps`` prices a pool with ``TpuSlice.hourly_price`` (the one place prices are multiplied)."""
-    from components import steps
     from components.catalog import tpu as tpu_catalog
+    from components.tools import steps
 
     def pool(spot: bool) -> steps.Res:
         inputs = {"nodeConfig": {"machineType": "ct6e-standard-4t", "spot": spot}, "nodeCount": 4}
@@ -404,7 +405,7 @@ def test_legacy_pool_aliases_name_only_the_shapes_of_releases_before_stable_name
     """A generation added to the catalog later never had a shape-encoded pool name: no alias for it
     (and no change to every stack's plan when the catalog grows)."""
     from components.catalog import tpu as tpu_catalog
-    from components.tpu_pool import LEGACY_GENERATIONS, legacy_aliases
+    from components.platform.tpu_pool import LEGACY_GENERATIONS, legacy_aliases
 
     names = [name for name, _ in legacy_aliases(0)]
     assert "tpu-v6e-4x4-0" in names

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components import stacks
+from components.config import stack_files as stacks
 from components.config.environments import Environment
 from components.config.errors import ConfigError
 from components.config.stack import StackConfig
@@ -342,7 +342,7 @@ def test_config_namespace_problems_are_reported_with_the_others() -> None:
 def test_config_runtime_loader_sees_every_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
     from pulumi.runtime import config as runtime_config
 
-    from components.program import raw_config_from_runtime
+    from components.program.runtime import raw_config_from_runtime
 
     env = {"gke-tpu-lm:environment": "prod", "gke-tpu-llm:tpu": '{"a": 1}'}
     monkeypatch.setattr(runtime_config, "get_config_env", lambda: env)

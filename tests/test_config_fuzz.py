@@ -20,7 +20,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components import stacks
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from tests.conftest import STACKS
 

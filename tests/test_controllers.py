@@ -13,13 +13,15 @@ from typing import Any
 import pytest
 import yaml
 
-from components import crds, mockengine, report, stacks
+from components import crds
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.config.platform import ControllersSpec
-from components.controllers import CRD_ANNOTATIONS, HelmController, crd_object
-from components.crds.controllers import CONTROLLERS, CUSTOM_RESOURCES, MANAGED
-from components.review import compare
-from components.validate import validate_all, validate_object
+from components.crds.releases import CONTROLLERS, CUSTOM_RESOURCES, MANAGED
+from components.platform.addons.controllers import CRD_ANNOTATIONS, HelmController, crd_object
+from components.tools import mockengine, report
+from components.tools.review import compare
+from components.tools.validate import validate_all, validate_object
 from tests.conftest import STACKS, planned, planned_built
 
 CRD_PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
@@ -164,7 +166,8 @@ def test_every_rendered_custom_resource_is_declared_and_its_controller_installed
         elif key in needs_addon and needs_addon[key] is not None:
             assert needs_addon[key] in result.config.addons, (key, info.kind)
     # A stack installs only controllers its workload kind declares (vLLM needs LWS on multi-host slices only),
-    # plus Kueue exactly when it renders queue objects (a queued-provisioning tier: components/scheduling.py).
+    # plus Kueue exactly when it renders queue objects (a queued-provisioning tier:
+    # components/platform/addons/capacity_scheduling.py).
     queues = {"kueue"} & {served_by.get((m["apiVersion"], m["kind"])) for m in result.manifests}
     assert releases <= set(info.controllers) | queues
     assert ("kueue" in releases) == bool(queues)

@@ -1,6 +1,6 @@
 """Day 2: what `pulumi up` does to a stack that exists — changes, prod replacements, teardown.
 
-Each test plans two commits of a stack offline and reads the predicted steps (``components.steps``)
+Each test plans two commits of a stack offline and reads the predicted steps (``components.tools.steps``)
 and the review comment, as a reviewer of an existing stack would.
 """
 
@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components import report, stacks, steps
-from components.__main__ import main
-from components.review import compare, compare_stack, render_comment
-from components.teardown import plan_teardown, plan_teardown_of
+from components.config import stack_files as stacks
+from components.tools import report, steps
+from components.tools.cli import main
+from components.tools.review import compare, compare_stack, render_comment
+from components.tools.teardown import plan_teardown, plan_teardown_of
 from tests.conftest import planned
 
 V6E_US_EAST5 = 2.70  # on-demand $/chip-hour in the catalog

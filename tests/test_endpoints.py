@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from components import report
-from components.__main__ import print_plan
-from components.endpoints import covers_everyone, endpoints, warnings
-from components.review import render_comment
+from components.tools import report
+from components.tools.cli import print_plan
+from components.tools.endpoints import covers_everyone, endpoints, warnings
+from components.tools.review import render_comment
 from tests.conftest import STACKS, planned, planned_built
 
 

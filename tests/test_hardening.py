@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from components import replacement
 from components.config.errors import ConfigError
-from components.gke import GkeCluster
-from components.platform import cluster_args
+from components.platform.gke import GkeCluster
+from components.program.build import cluster_args
+from components.tools import replacement
 from tests.conftest import make_config
 from tests.test_components import one, run
 
@@ -73,7 +73,7 @@ def test_cpu_pools_boot_securely_and_tpu_pools_keep_gke_defaults() -> None:
 
 
 def test_review_warns_that_enabling_calico_recreates_every_node() -> None:
-    from components.review import compare_stack
+    from components.tools.review import compare_stack
     from tests.test_day2 import variant
     from tests.test_netpol import before_network_policies
 

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components import manifests, stacks
 from components.catalog import images, refresh_images
 from components.catalog.images import IMAGES, ImagePin, image, parse, pin_of
-from components.crds.controllers import CONTROLLERS
+from components.config import stack_files as stacks
+from components.crds.releases import CONTROLLERS
+from components.tools import manifests
 from components.workloads.jetstream.spec import CheckpointConversionSpec, JetstreamSpec
 from components.workloads.saxml.spec import SaxmlPublishSpec, SaxmlSpec
 from components.workloads.vllm.spec import VllmSpec

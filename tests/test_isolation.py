@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components import mockengine, report, stacks
-from components.__main__ import main
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.config.isolation import stack_claims, workload_pool
+from components.tools import mockengine, report
+from components.tools.cli import main
 from tests.conftest import STACKS, planned, planned_built
 
 
@@ -160,7 +161,7 @@ def test_plan_all_reports_every_clashing_stack(stacks_dir: Path, capsys: pytest.
 
 
 def test_the_program_itself_refuses_a_clash(stacks_dir: Path) -> None:
-    """`pulumi up` runs the same check before registering anything (components/program.py)."""
+    """`pulumi up` runs the same check before registering anything (components/program/runtime.py)."""
     data = _stack_file("llama3-8b-train")
     data["config"]["gke-tpu-llm:cluster"] = {"name": "llama-70b"}
     _write(stacks_dir, "llama3-8b-train", data)

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from components import mockengine, report, stacks
-from components.capacity import StackPlan, resolve
 from components.catalog.images import pinned
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
-from components.platform import build_platform
-from components.validate import validate_all
+from components.config.resolve import StackPlan, resolve
+from components.program.build import build_platform
+from components.tools import mockengine, report
+from components.tools.validate import validate_all
 from components.workloads.jetstream import render
 from components.workloads.jetstream.component import CheckpointConversion, JetstreamServer, deploy
 from components.workloads.jetstream.spec import DISAGGREGATED_SERVER_CHIPS, settings

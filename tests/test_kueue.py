@@ -19,12 +19,13 @@ import pydantic
 import pytest
 import yaml
 
-from components import crds, mockengine
+from components import crds
 from components.config.platform import ControllersSpec
-from components.controllers import HelmController
-from components.crds.controllers import CONTROLLERS, KUEUE_FRAMEWORKS, MANAGED, MANAGER_CONFIG, kueue_values
+from components.crds.releases import CONTROLLERS, KUEUE_FRAMEWORKS, MANAGED, MANAGER_CONFIG, kueue_values
 from components.crds.vendor import render_crd_template
-from components.validate import CONTROLLER_RESOURCES, CUSTOM_RESOURCE_SCHEMAS, validate_all, validate_object
+from components.platform.addons.controllers import HelmController
+from components.tools import mockengine
+from components.tools.validate import CONTROLLER_RESOURCES, CUSTOM_RESOURCE_SCHEMAS, validate_all, validate_object
 from tests.conftest import STACKS, planned_built
 
 DATA = Path(__file__).parent / "data" / "kueue"
@@ -359,7 +360,7 @@ def test_kueue_version_bump_changes_the_release_and_the_crds_it_applies() -> Non
 
 
 def test_stacks_that_queue_install_kueue_before_their_queue_objects() -> None:
-    # Whatever stack renders Kueue objects (a queued-provisioning tier, components/scheduling.py):
+    # Whatever stack renders Kueue objects (a queued-provisioning tier, components/platform/addons/capacity_scheduling.py):
     # the pinned release is installed, registers no CRDs of its own, and every Kueue object waits
     # for it; the objects validate against the configured release's CRDs.
     queued = 0

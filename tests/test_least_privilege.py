@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 
-from components import naming, report, stacks, steps
+from components.config import naming
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.render.core import API_TOKEN, render_service_account
-from components.review import compare_stack
-from components.scan import SCOPED_SKIPS, SKIPS, scanned_objects, scoped_reason
+from components.tools import report, steps
+from components.tools.review import compare_stack
+from components.tools.scan import SCOPED_SKIPS, SKIPS, scanned_objects, scoped_reason
 from components.workloads.jetstream import render as jetstream_render
 from tests.conftest import STACKS, make_config, planned, planned_built
 

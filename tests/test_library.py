@@ -25,15 +25,15 @@ from components import (
     TpuSlicePoolArgs,
     WorkloadIdentity,
     WorkloadIdentityArgs,
-    mockengine,
-    naming,
 )
-from components.args import DEFAULT_POLICY, field_types
 from components.catalog import tpu as tpu_catalog
+from components.config import naming
 from components.config.platform import BucketSpec, ClusterSpec, IdentitySpec, TpuSpec
-from components.identity import NODE_ROLE, NodeServiceAccount, NodeServiceAccountArgs
-from components.stacks import SECRET_PLACEHOLDER
-from components.tpu_pool import Autoscaling
+from components.config.stack_files import SECRET_PLACEHOLDER
+from components.platform.args import DEFAULT_POLICY, field_types
+from components.platform.identity import NODE_ROLE, NodeServiceAccount, NodeServiceAccountArgs
+from components.platform.tpu_pool import Autoscaling
+from components.tools import mockengine
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = Path(__file__).resolve().parent / "examples" / "library_program.py"
@@ -426,8 +426,8 @@ def test_the_stack_file_and_the_args_report_a_shared_rule_alike() -> None:
 
 
 def test_bucket_roles_and_metadata_modes_are_one_type_each() -> None:
-    from components import identity, tpu_pool
     from components.config import base, platform
+    from components.platform import identity, tpu_pool
 
     assert base.STORAGE_ROLES == typing.get_args(base.BucketRole)
     assert IdentitySpec.model_fields["bucket_roles"].annotation == dict[str, base.BucketRole]
@@ -442,7 +442,8 @@ def test_bucket_roles_and_metadata_modes_are_one_type_each() -> None:
 def test_one_urn_helper_one_workload_component_name_and_one_export_list() -> None:
     import inspect
 
-    from components import identity, platform, tpu_pool
+    from components.platform import identity, tpu_pool
+    from components.program import build as platform
 
     assert vars(tpu_pool)["stack_urn"] is identity.stack_urn
     assert not hasattr(tpu_pool, "_urn")
@@ -452,7 +453,7 @@ def test_one_urn_helper_one_workload_component_name_and_one_export_list() -> Non
 
 
 def test_the_protect_fields_share_one_description() -> None:
-    from components.args import description, protect_description
+    from components.platform.args import description, protect_description
 
     assert description(GkeClusterArgs, "protect") == protect_description("cluster", lifted_by="allow_replacement")
     assert description(TpuSlicePoolArgs, "protect") == protect_description("pool", lifted_by="allow_replacement")

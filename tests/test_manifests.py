@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from components import manifests, stacks
-from components.validate import validate_all
+from components.config import stack_files as stacks
+from components.tools import manifests
+from components.tools.validate import validate_all
 from tests.conftest import STACKS, planned
 
 
@@ -36,7 +37,7 @@ def test_manifests_render_writes_and_prunes(tmp_path: Path) -> None:
 
 
 def test_readme_configuration_reference_is_current() -> None:
-    from components.docs import REFERENCE_FILE, configuration_reference
+    from components.tools.docs import REFERENCE_FILE, configuration_reference
 
     assert REFERENCE_FILE.read_text() == configuration_reference(), (
         f"{REFERENCE_FILE.relative_to(stacks.ROOT)} is stale; run `.venv/bin/python -m components docs`"

@@ -19,13 +19,14 @@ from typing import Any
 import pytest
 import yaml
 
-from components import mockengine, report, stacks
-from components.__main__ import main as cli
-from components.capacity import StackPlan, resolve
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
-from components.platform import build_platform
-from components.render import capacity
-from components.validate import validate_all
+from components.config.resolve import StackPlan, resolve
+from components.program.build import build_platform
+from components.render import tiers as capacity
+from components.tools import mockengine, report
+from components.tools.cli import main as cli
+from components.tools.validate import validate_all
 from components.workloads.maxtext_ray import component as component
 from components.workloads.maxtext_ray import render as render
 from components.workloads.maxtext_ray import spec as spec

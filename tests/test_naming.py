@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from components import naming
+from components.config import naming
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ The flows a stack needs are derived here from its rendered objects, independentl
   the publish Job's ``SAX_HTTP_ADDRESS``, and a RayJob's submitter (and KubeRay, from kube-system)
   calling the head's ``dashboard`` port.
 
-The evaluator of ``components.reach`` applies the rendered NetworkPolicies and every
+The evaluator of ``components.tools.reach`` applies the rendered NetworkPolicies and every
 (source, pod, port) combination of a universe of sources — every rendered pod, a pod of another
 namespace, an unlabelled pod of the workload's namespace, Managed Prometheus, kube-system, an
 address outside the cluster — is checked: allowed exactly when needed.
@@ -34,17 +34,17 @@ from typing import Any
 
 import pytest
 
-from components import mockengine, reach, steps
 from components.config.errors import ConfigError
 from components.render import netpol
 from components.render.core import get_path, pod_template_paths
-from components.review import compare_stack
+from components.tools import mockengine, reach, steps
+from components.tools.review import compare_stack
 from components.workloads.registry import KINDS
 from tests.conftest import STACKS, planned, planned_built
 from tests.test_bad_inputs import cluster, run_cli, write_stack
 from tests.test_day2 import variant
 
-# ---------------------------------------------------------------- the evaluator (components.reach)
+# ---------------------------------------------------------------- the evaluator (components.tools.reach)
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Dest:
 
 
 def allowed(policies: Sequence[Mapping[str, Any]], source: Source, dest: Dest, port: int, protocol: str = "TCP") -> bool:
-    """Kubernetes NetworkPolicy semantics, as ``components.reach`` evaluates them (its own cases are
+    """Kubernetes NetworkPolicy semantics, as ``components.tools.reach`` evaluates them (its own cases are
     in tests/test_reach.py)."""
     return reach.admits(policies, source.as_reach(), dest.pod, port, protocol)
 

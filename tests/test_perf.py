@@ -14,12 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components import capacity, planner, stacks
-from components.capacity import resolve
+from components import planner
 from components.catalog import tpu as tpu_catalog
 from components.catalog.models import MODELS
 from components.catalog.perf import FACTORS, PUBLISHED, Metric, PublishedResult
+from components.config import resolve as capacity
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
+from components.config.resolve import resolve
 from components.config.workload import serving_scenario
 from components.planner import perf
 from tests.bench_perf import metric, predict
@@ -333,7 +335,7 @@ def test_a_pinned_slice_is_estimated_not_reselected() -> None:
 
 
 def test_stacks_without_a_scenario_report_no_serving() -> None:
-    from components import report
+    from components.tools import report
 
     assert "serving" not in report.plan_json(planned("llama-70b"))["capacity"]
 

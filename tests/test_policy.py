@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from components import stacks
-from components.images import image_problem
+from components.catalog.pinning import image_problem
+from components.config import stack_files as stacks
 from components.policy.rules import RULES, STACK_RULES, Resource, stack_environment, stack_violations, violations
 from tests.conftest import STACKS, planned, planned_built
 
@@ -521,7 +521,7 @@ def test_policy_prod_markers_are_the_ones_the_program_sets() -> None:
 def test_policy_project_roles_are_the_ones_the_components_grant() -> None:
     """The allow-list is exactly what the project grants on a project: every stack's project grants
     are on it, and every role on it is granted by some stack (no stale entry)."""
-    from components.identity import NODE_ROLE
+    from components.platform.identity import NODE_ROLE
     from components.policy.rules import PROJECT_ROLES
     from components.workloads.vllm.component import MONITORING_VIEWER
 
@@ -559,8 +559,8 @@ def test_policy_stack_environment_is_read_from_the_stack_configuration() -> None
 
 
 def test_policy_load_balancer_markers_are_the_ones_the_workloads_set() -> None:
-    from components import endpoints
     from components.policy import rules
+    from components.tools import endpoints
 
     assert rules.AUTH_ANNOTATION == endpoints.AUTH_ANNOTATION
     assert rules.INTERNAL_LB_ANNOTATION == endpoints.INTERNAL_LB_ANNOTATION

@@ -16,11 +16,13 @@ from google.api_core import exceptions as api
 from google.auth import exceptions as auth
 from google.cloud import compute_v1
 
-from components import naming, preflight, preflight_online, report, stacks
 from components.catalog import tpu as tpu_catalog
+from components.config import naming
+from components.config import stack_files as stacks
 from components.config.loader import parse_full_config
 from components.config.stack import StackConfig
-from components.preflight_online import Clients, Result
+from components.tools import preflight, preflight_online, report
+from components.tools.preflight_online import Clients, Result
 
 DATA = Path(__file__).resolve().parent / "data" / "preflight"
 PROJECT = "your-project-id"  # the saxml-175b stack's project, which the recordings belong to
@@ -308,7 +310,7 @@ def test_plan_json_carries_the_checklist() -> None:
 
 
 def test_plan_prints_the_checklist(capsys: pytest.CaptureFixture[str]) -> None:
-    from components.__main__ import print_plan
+    from components.tools.cli import print_plan
     from tests.conftest import planned
 
     print_plan(planned(SAXML))

@@ -1,8 +1,8 @@
 """The private Pulumi SDK symbols we depend on still exist and look as they did, and only
-``components/pulumi_internals.py`` touches them.
+``components/program/pulumi_internals.py`` touches them.
 
 After an SDK upgrade a failure here names the symbol and what we use it for; fix the wrapper in
-``components/pulumi_internals.py`` (and its entry in ``SYMBOLS``), then bump ``VERIFIED_WITH``.
+``components/program/pulumi_internals.py`` (and its entry in ``SYMBOLS``), then bump ``VERIFIED_WITH``.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ from typing import Any
 import pulumi
 import pytest
 
-from components import pulumi_internals
-from components.pulumi_internals import SYMBOLS, SdkSymbol
+from components.program import pulumi_internals
+from components.program.pulumi_internals import SYMBOLS, SdkSymbol
 
 ROOT = Path(__file__).resolve().parent.parent
-INTERNALS = ROOT / "components" / "pulumi_internals.py"
+INTERNALS = ROOT / "components" / "program" / "pulumi_internals.py"
 
 
 def test_installed_sdk_is_the_verified_version() -> None:
     installed = importlib.metadata.version("pulumi")
     assert installed == pulumi_internals.VERIFIED_WITH, (
-        f"pulumi SDK {installed} is installed but components/pulumi_internals.py was verified against "
+        f"pulumi SDK {installed} is installed but components/program/pulumi_internals.py was verified against "
         f"{pulumi_internals.VERIFIED_WITH}: when every other test in this file passes, set VERIFIED_WITH = {installed!r}"
     )
 
@@ -98,7 +98,7 @@ def test_sdk_symbol_is_as_verified(symbol: SdkSymbol) -> None:
     assert problem is None, (
         f"pulumi SDK {importlib.metadata.version('pulumi')}: {symbol.path} ({symbol.kind}, "
         f"{'private' if symbol.private else 'public'}) {problem}. We use it to {symbol.use}; "
-        f"it was verified against pulumi {pulumi_internals.VERIFIED_WITH}. Fix components/pulumi_internals.py."
+        f"it was verified against pulumi {pulumi_internals.VERIFIED_WITH}. Fix components/program/pulumi_internals.py."
     )
 
 
@@ -254,7 +254,7 @@ def test_only_pulumi_internals_touches_private_sdk_symbols() -> None:
         for line, dotted in sdk_uses(path.read_text())
     ]
     assert offenders == [], (
-        "private Pulumi SDK use outside components/pulumi_internals.py (add a wrapper there; from "
+        "private Pulumi SDK use outside components/program/pulumi_internals.py (add a wrapper there; from "
         f"pulumi.runtime only {sorted(pulumi_internals.PUBLIC_RUNTIME_NAMES)} are public API):\n" + "\n".join(offenders)
     )
 

@@ -15,7 +15,7 @@ Pulumi-side code is reached from the program, never from these layers.
 
 Baseline security
 -----------------
-``components.k8s.create`` registers objects as they are; every pod template of every object a
+``components.platform.k8s.create`` registers objects as they are; every pod template of every object a
 committed stack registers must already carry ``with_baseline_security``, and every registered
 workload kind must have a committed stack, so a new kind cannot skip the check.
 
@@ -52,7 +52,7 @@ PURE: dict[str, tuple[str, ...]] = {
     "config": ("components/config/**/*.py",),
     "catalog": ("components/catalog/**/*.py",),
     "planner": ("components/planner/**/*.py",),
-    "pre-flight": ("components/preflight.py",),
+    "pre-flight": ("components/tools/preflight.py",),
 }
 """The pure set, by group: each group must match at least one file, so a move cannot empty it."""
 

@@ -1,7 +1,7 @@
 """Reach as stated: no pod of an unrelated namespace reaches a serving port, declared clients do, and
 the plan's endpoint line lists exactly who the NetworkPolicies admit.
 
-``components.reach`` reads the policies two ways: :func:`reach.clients` lists who a pod admits (the
+``components.tools.reach`` reads the policies two ways: :func:`reach.clients` lists who a pod admits (the
 plan's endpoint lines print that list) and :func:`reach.admits` answers one connection at a time.
 Here the list is held against the answers for a universe of sources — every rendered pod, strangers
 in unrelated namespaces (bare, and wearing the labels of every listed client), unlabelled pods of
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from components import endpoints, reach, report
 from components.render import netpol
+from components.tools import endpoints, reach, report
 from components.workloads.vllm import render as vllm_render
 from components.workloads.vllm import spec as vllm_spec
 from tests.conftest import STACKS, planned

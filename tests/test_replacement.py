@@ -1,4 +1,4 @@
-"""Replacement rules: which input changes make a provider replace a resource (components.replacement)."""
+"""Replacement rules: which input changes make a provider replace a resource (components.tools.replacement)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components import replacement as rp
+from components.tools import replacement as rp
 from tests.conftest import STACKS, planned
 
 NODE_POOL = "gcp:container/nodePool:NodePool"

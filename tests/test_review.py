@@ -9,9 +9,10 @@ from typing import Any
 
 import yaml
 
-from components import report, stacks
-from components.__main__ import main
-from components.review import COMMENT_MARKER, compare, render_comment
+from components.config import stack_files as stacks
+from components.tools import report
+from components.tools.cli import main
+from components.tools.review import COMMENT_MARKER, compare, render_comment
 from tests.conftest import planned
 
 
@@ -74,7 +75,7 @@ def test_review_cli_builds_the_comment_from_two_files(tmp_path: Path, capsys: An
 def test_children_of_an_aliased_component_move_with_it() -> None:
     """The engine derives each child's aliases from its parent's (Pulumi SDK inherited_child_alias):
     a controller adopted under a new component name keeps its Helm release and CRDs."""
-    from components import steps
+    from components.tools import steps
 
     stack = "urn:pulumi:s::gke-tpu-llm"
     comp, release = "gke-tpu-llm:controllers:HelmController", "kubernetes:helm.sh/v3:Release"

@@ -1,5 +1,5 @@
 """``python -m components roles STACK``: the deployer's permissions and predefined roles, held to the
-resource types every stack registers (components/roles.py).
+resource types every stack registers (components/tools/roles.py).
 
 The CLI's printed permissions and roles are checked against each row of each registered type, for
 every stack in stacks/; a type without a row, a bad stack name and conflicting flags exit 2; the
@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components import report, roles, stacks
-from components.__main__ import main
-from components.crds.controllers import CONTROLLERS, CUSTOM_RESOURCES
+from components.config import stack_files as stacks
+from components.crds.releases import CONTROLLERS, CUSTOM_RESOURCES
+from components.tools import report, roles
+from components.tools.cli import main
 from tests.conftest import STACKS, planned
 from tests.test_purity import package_modules, violations
 
@@ -40,7 +41,7 @@ def _cli_json(stack: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
 def test_every_type_a_stack_registers_has_a_row(stack: str) -> None:
     registered = {r["type"] for r in roles.registered(_resources(stack))}
     missing = sorted(registered - set(roles.ROWS))
-    assert not missing, f"{stack} registers {missing} with no row in components/roles.py ROWS"
+    assert not missing, f"{stack} registers {missing} with no row in components/tools/roles.py ROWS"
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -172,14 +173,14 @@ def test_a_helm_release_needs_what_its_chart_installs() -> None:
 
 
 def test_every_kind_the_program_can_register_has_a_row() -> None:
-    """Beyond what today's stacks register: every typed kind of components/k8s.py, every custom
+    """Beyond what today's stacks register: every typed kind of components/platform/k8s.py, every custom
     resource kind, every controller chart, and the tpu7x workload policy."""
-    from components import k8s
+    from components.platform import k8s
 
     typed = {f"kubernetes:{'core/' + v if '/' not in v else v}:{kind}" for v, kind in k8s._TYPED}
     custom = {f"kubernetes:{api_version}:{kind}" for api_version, kind in CUSTOM_RESOURCES}
     missing = sorted((typed | custom | {"kubernetes:core/v1:Secret"}) - set(roles.ROWS))
-    assert not missing, f"no row in components/roles.py for {missing}"
+    assert not missing, f"no row in components/tools/roles.py for {missing}"
     assert set(roles.HELM_CHART_KINDS) == set(CONTROLLERS), "HELM_CHART_KINDS must name every controller's chart kinds"
     for controller, kinds in roles.HELM_CHART_KINDS.items():
         unknown = [kind for kind in kinds if kind not in roles.KUBE_KINDS]
@@ -265,7 +266,7 @@ def test_a_registered_type_without_a_row_exits_2_naming_it(
     assert main(["roles", "llama-70b"]) == 2
     captured = capsys.readouterr()
     assert "gcp:storage/bucket:Bucket" in captured.err
-    assert "add a row to components/roles.py" in captured.err
+    assert "add a row to components/tools/roles.py" in captured.err
     assert not captured.out
     assert "Traceback" not in captured.err
 
@@ -290,5 +291,5 @@ def test_bad_arguments_exit_2(argv: list[str], message: str, capsys: pytest.Capt
 
 
 def test_roles_module_loads_no_pulumi_sdk() -> None:
-    found = violations("components.roles", package_modules())
-    assert not found, "components/roles.py must stay pure:\n  " + "\n  ".join(found)
+    found = violations("components.tools.roles", package_modules())
+    assert not found, "components/tools/roles.py must stay pure:\n  " + "\n  ".join(found)

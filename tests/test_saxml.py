@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from components import report, stacks
-from components.capacity import StackPlan, resolve
 from components.catalog.images import image
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
-from components.controllers import HelmController
-from components.validate import validate_all
+from components.config.resolve import StackPlan, resolve
+from components.platform.addons.controllers import HelmController
+from components.tools import report
+from components.tools.validate import validate_all
 from components.workloads.saxml import component as saxml_component
 from components.workloads.saxml import render
 from components.workloads.saxml.spec import settings

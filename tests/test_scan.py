@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from components import stacks
+from components.config import stack_files as stacks
 from components.render.core import pod_template_paths
-from components.scan import SCOPED_SKIPS, SKIPS, pod_templates, resource_key, run_checkov, scan_inputs, scoped_reason
+from components.tools.scan import SCOPED_SKIPS, SKIPS, pod_templates, resource_key, run_checkov, scan_inputs, scoped_reason
 from tests.conftest import STACKS, planned_built
 
 CHECKOV = stacks.ROOT / ".venv" / "scan" / "bin" / "checkov"
@@ -71,7 +71,7 @@ def _template_shaped(value: Any, path: tuple[str | int, ...] = ()) -> set[tuple[
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_scan_pod_template_paths_know_every_rendered_pod_template(stack: str) -> None:
-    # A kind with pod templates that the table (components/crds/controllers.py) does not know, or
+    # A kind with pod templates that the table (components/crds/releases.py) does not know, or
     # knows at the wrong paths, would escape the baseline security, the scan and the network policies.
     for obj in planned_built(stack).manifests:  # a training stack's objects once its image is built
         paths = pod_template_paths(obj)

@@ -10,11 +10,12 @@ import pulumi
 import pytest
 import yaml
 
-from components import manifests, mockengine, report, stacks
 from components.catalog import tpu as tpu_catalog
 from components.config import rules
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.config.stack import StackConfig
+from components.tools import manifests, mockengine, report
 from tests.conftest import make_config, planned, run_cli_process
 
 # The node pools each stack must produce: (machine type, nodes, topology or None, COMPACT?).
@@ -190,7 +191,7 @@ def test_stack_cli_plan_json_runs_the_program() -> None:
 
 
 def test_stack_cli_tree_shows_values_with_brackets(capsys: pytest.CaptureFixture[str]) -> None:
-    from components.__main__ import main
+    from components.tools.cli import main
 
     assert main(["plan", "llama-405b"]) == 0
     out = capsys.readouterr().out

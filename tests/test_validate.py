@@ -1,4 +1,4 @@
-"""Tests for components.validate (pure, offline, no Pulumi)."""
+"""Tests for components.tools.validate (pure, offline, no Pulumi)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import kubernetes_validate
 import pytest
 from kubernetes_validate import utils as kv_utils
 
-from components import validate as v
-from components.crds.controllers import CUSTOM_RESOURCES
-from components.validate import KUBERNETES_VERSION, validate_all, validate_object
+from components.crds.releases import CUSTOM_RESOURCES
+from components.tools import validate as v
+from components.tools.validate import KUBERNETES_VERSION, validate_all, validate_object
 
 Obj = dict[str, Any]
 
@@ -603,7 +603,7 @@ def test_validate_custom_resource_metadata_typo() -> None:
 
 
 def test_validate_fixtures_cover_every_declared_custom_resource() -> None:
-    # The custom resources validated here are those of components/crds/controllers.py: a kind added
+    # The custom resources validated here are those of components/crds/releases.py: a kind added
     # there gets its valid fixture here (and so the schema, metadata and name tests above).
     assert {(f()["apiVersion"], f()["kind"]) for f in CR_FIXTURES} == set(CUSTOM_RESOURCES)
     assert set(v.CONTROLLER_RESOURCES) | set(v.CUSTOM_RESOURCE_SCHEMAS) == set(CUSTOM_RESOURCES)

@@ -10,13 +10,14 @@ import pulumi
 import pytest
 import yaml
 
-from components import mockengine, report, stacks
-from components.__main__ import main as cli
-from components.capacity import StackPlan, resolve
 from components.catalog.images import pinned
+from components.catalog.pinning import image_problem
+from components.config import stack_files as stacks
 from components.config.errors import ConfigError
-from components.images import image_problem
-from components.validate import validate_all
+from components.config.resolve import StackPlan, resolve
+from components.tools import mockengine, report
+from components.tools.cli import main as cli
+from components.tools.validate import validate_all
 from components.workloads.vllm import render
 from components.workloads.vllm.component import MetricsAdapter, VllmServer
 from components.workloads.vllm.spec import VllmSpec, settings
@@ -685,7 +686,7 @@ def test_plan_llama405b_ironwood_one_host_tp8_fp8() -> None:
 
 
 def test_plan_prints_the_derived_group_size_and_tpu_per_pod() -> None:
-    from components.__main__ import tpu_pods
+    from components.tools.cli import tpu_pods
     from tests.conftest import planned
 
     result = planned("llama-405b-vllm")

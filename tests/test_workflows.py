@@ -20,7 +20,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from components import report, stacks
+from components.config import stack_files as stacks
+from components.tools import report
 from tests.conftest import STACKS, planned
 
 WORKFLOWS_DIR = stacks.ROOT / ".github" / "workflows"

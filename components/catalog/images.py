@@ -11,7 +11,7 @@ renders by tag only until the refresh script fills it in (``tests/test_images.py
 References render as ``repository:tag@sha256:<digest>``: the tag for the reader, the digest for the
 runtime, which pulls exactly the content the digest names (digests are immutable, tags can move:
 kubernetes.io "Images", "Image names"; GKE "About container image digests"). Workload specs take their default images from here
-(:func:`image`), and the Helm controllers (``components.crds.controllers``) pin their chart's
+(:func:`image`), and the Helm controllers (``components.crds.releases``) pin their chart's
 controller image from here by release (:func:`image` with the tag ``v<version>``).
 
 The user-built MaxText training image is not here: its digest exists only once the user's build

@@ -514,7 +514,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
 )
 
 
-# ---- TPU quota of GKE node pools (components/preflight.py reads it)
+# ---- TPU quota of GKE node pools (components/tools/preflight.py reads it)
 
 SRC_QUOTA_GKE = (
     "GKE 'Deploy TPU workloads in GKE Standard' https://cloud.google.com/kubernetes-engine/docs/how-to/tpus and "

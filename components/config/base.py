@@ -14,9 +14,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from components.catalog.pinning import image_problem
 from components.config.errors import rule
 from components.config.isolation import Claim
-from components.images import image_problem
 
 
 class Spec(BaseModel):
@@ -133,7 +133,7 @@ def _pinned(image: str) -> str:
 
 
 PinnedImage = Annotated[str, AfterValidator(_pinned)]
-"""A container image pinned to a released tag or a digest (``components.images.image_problem``)."""
+"""A container image pinned to a released tag or a digest (``components.catalog.pinning.image_problem``)."""
 
 
 def _cidr(value: str) -> str:

@@ -9,7 +9,7 @@ project), so a dev stack could read prod's checkpoints. And a prod stack's proje
 non-prod stack, so the dev deployer never needs rights on prod's project.
 
 Pure data and functions over it: the offline tools and the running program compare the stack at
-hand with every other stack file (``components.stacks.check_isolation``), and ``review``
+hand with every other stack file (``components.config.stack_files.check_isolation``), and ``review``
 compares the stacks of a plan document (their ``tenancy`` entries).
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from components import naming
+from components.config import naming
 from components.config.errors import NAMESPACE, Violation
 
 if TYPE_CHECKING:  # the stack config imports this module

@@ -10,9 +10,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from components import crds, naming
-from components.addresses import covers_everyone
+from components import crds
 from components.catalog import tpu as tpu_catalog
+from components.config import naming
+from components.config.addresses import covers_everyone
 from components.config.base import BucketRole, Cidr, Spec, machine_type_rules
 from components.config.errors import raise_rules, rule
 from components.config.rules import is_fallback_ladder
@@ -27,7 +28,7 @@ Dataplane = Literal["v2", "legacy"]
 ThreadsPerCore = Literal[1, 2]
 StorageClass = Literal["STANDARD", "NEARLINE"]
 IdentityMode = Literal["principal", "gsa"]
-"""Value types a stack file and the library Args (components/gke.py, tpu_pool.py, storage.py, identity.py) share."""
+"""Value types a stack file and the library Args (components/platform/gke.py, tpu_pool.py, storage.py, identity.py) share."""
 
 
 class SystemPoolSpec(Spec):
@@ -644,7 +645,7 @@ class TpuSpec(Spec):
         return first == "reservation" or not is_fallback_ladder([t.type for t in self.tiers])
 
     def tier_nodes(self, tier: int) -> tuple[int, int]:
-        """(min, max) nodes of one slice's pool in capacity tier ``tier`` (components/platform.py
+        """(min, max) nodes of one slice's pool in capacity tier ``tier`` (components/program/build.py
         ``pool_args``): ``nodes_min``..``nodes_max`` where the tier holds its slice (:meth:`tier_holds`),
         else from zero."""
         return (self.nodes_min, self.nodes_max) if self.tier_holds(tier) else (0, self.nodes_max)
@@ -758,7 +759,7 @@ class ControllersSpec(Spec):
     @model_validator(mode="after")
     def _vendored_versions(self) -> ControllersSpec:
         # Only releases whose CRDs are vendored in components/crds can be deployed: HelmController
-        # registers the CRDs from there and components.validate checks custom resources against them.
+        # registers the CRDs from there and components.tools.validate checks custom resources against them.
         rules: list[dict[str, Any]] = []
         for name, field in type(self).model_fields.items():
             controller, value = name.removesuffix("_version"), getattr(self, name)

@@ -1,4 +1,4 @@
-"""Rules that both a stack file (``StackConfig``) and the components' Args (``components.args``)
+"""Rules that both a stack file (``StackConfig``) and the components' Args (``components.platform.args``)
 check: each is written once, here, and reports against the key its caller names.
 
 Pure functions returning the ``rule(...)`` dicts of :mod:`components.config.errors` (empty when the
@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from components import naming
 from components.catalog import gce
 from components.catalog import tpu as tpu_catalog
+from components.config import naming
 from components.config.errors import rule
 
 LABEL_KEY_PATTERN = r"^[a-z][-_a-z0-9]{0,62}$"
@@ -190,7 +190,7 @@ https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-cl
 
 
 def is_fallback_ladder(tier_types: Sequence[str]) -> bool:
-    """Several capacity tiers ordered by a ComputeClass (components/render/capacity.py): more than one
+    """Several capacity tiers ordered by a ComputeClass (components/render/tiers.py): more than one
     tier and none queued. A queued-provisioning tier makes Kueue, not the scheduler, decide where the
     workload runs: its pods wait for the ProvisioningRequest's nodes and cannot fall back from them."""
     return len(tier_types) > 1 and QUEUED_PROVISIONING not in tier_types
@@ -238,7 +238,7 @@ def flex_start_version_rules(key: str, version: str | None, tier_types: Sequence
 
 RAY_LADDER_MIN_GKE_VERSION = "1.31"
 """A multi-host Ray worker group in a fallback ladder is held in one pool by a pod affinity with
-``matchLabelKeys`` (components/render/capacity.py), which Kubernetes enables by default from 1.31
+``matchLabelKeys`` (components/render/tiers.py), which Kubernetes enables by default from 1.31
 (MatchLabelKeysInPodAffinity, beta; alpha and off in 1.29-1.30, where the key is dropped and a
 multi-slice group cannot schedule)."""
 

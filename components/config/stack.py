@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import Field, model_validator
 
-from components import naming, planner
+from components import planner
+from components.config import naming
 from components.config.base import Spec, bucket_rules
 from components.config.environments import ALLOW_REPLACE_LABEL, ENVIRONMENTS, Environment, EnvironmentPolicy
 from components.config.errors import raise_rules, rule
@@ -90,7 +91,7 @@ class StackConfig(Spec):
             )
         if self.tpu.generation is not None:  # else capacity.resolve re-validates with the chosen one
             rules += gke_version_rules("cluster.version", self.cluster.version, self.tpu.generation)
-        # Several capacity tiers are ordered by a custom ComputeClass (components/render/capacity.py).
+        # Several capacity tiers are ordered by a custom ComputeClass (components/render/tiers.py).
         tier_types, version = [t.type for t in self.tpu.tiers], self.cluster.version
         rules += compute_class_version_rules("cluster.version", version, tier_types)
         rules += flex_start_version_rules("cluster.version", version, tier_types)
@@ -288,7 +289,7 @@ class StackConfig(Spec):
             for problem in naming.display_name_problems(display):
                 problem = f"is the service account's display name and {problem}"
                 rules.append(rule("identity.serviceAccount", display, problem, "", "use shorter names"))
-        # Every stack's node pools run as its own node service account (components/identity.py).
+        # Every stack's node pools run as its own node service account (components/platform/identity.py).
         accounts["(stack name)"] = naming.service_account_id(self.stack, "tpu-nodes")
         node_display = naming.node_gsa_display_name(self.stack, pods_act_as_it=self.tpu.workload_metadata == "GCE_METADATA")
         for problem in naming.display_name_problems(node_display):

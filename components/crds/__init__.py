@@ -6,14 +6,14 @@ renders its CRDs from ``templates/crd``, those templates rendered for release ``
 per file, as gzip-compressed minified JSON; ``SOURCE.json`` beside them records repository, tag,
 commit, upstream path, git blob and license (table in ``README.md``). They serve two purposes:
 
-* ``components.controllers.HelmController`` registers them as Pulumi resources for the configured
+* ``components.platform.addons.controllers.HelmController`` registers them as Pulumi resources for the configured
   version (the chart's own ``crds/`` are skipped: Helm installs those once and never upgrades them),
   so a version bump changes the CRDs in the plan and in the cluster; except for a chart whose CRDs
   are templates (Kueue), which the Helm release itself applies and upgrades;
-* ``components.validate`` validates our custom resources against the configured version's schema.
+* ``components.tools.validate`` validates our custom resources against the configured version's schema.
 
 Which controllers there are, their upstream repositories and vendored releases, and the kinds they
-serve are declared once in :mod:`components.crds.controllers` (re-exported here). The supported
+serve are declared once in :mod:`components.crds.releases` (re-exported here). The supported
 versions of a controller are its declared ``versions``, which are exactly the directories present
 (tests/test_controllers.py); ``components.config.platform.ControllersSpec`` rejects any other. This
 module is deliberately light (no Pulumi import) because the config and the validator use it.
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from components.crds.controllers import CONTROLLERS, CUSTOM_RESOURCES, MANAGED
+from components.crds.releases import CONTROLLERS, CUSTOM_RESOURCES, MANAGED
 
 __all__ = ["CONTROLLERS", "CRD_DIR", "CUSTOM_RESOURCES", "MANAGED", "crds", "schema", "versions"]
 

@@ -7,7 +7,7 @@ of that chart version would create), writes each document as minified JSON, gzip
 (``mtime=0``, so the bytes do not depend on when the tool ran), to
 ``components/crds/<controller>/<version>/<file>.json.gz``, and records its provenance in
 ``SOURCE.json`` there. Afterwards add the version to the controller's ``versions`` in
-``components/crds/controllers.py`` and the release to the table in ``components/crds/README.md``.
+``components/crds/releases.py`` and the release to the table in ``components/crds/README.md``.
 
 Charts that render their CRDs from templates (``Controller.crds_in_templates``: Kueue's
 ``charts/kueue/templates/crd``) are rendered first by :func:`render_crd_template`, a deliberately
@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from components.crds import CONTROLLERS, CRD_DIR
-from components.crds.controllers import MANAGER_CONFIG
+from components.crds.releases import MANAGER_CONFIG
 
 LICENSE = "Apache-2.0"
 

@@ -1,7 +1,7 @@
 """``PlanError``: a model/workload/slice combination that cannot work, and which input must change.
 
 ``PlanError.field`` is one of :data:`PLAN_FIELDS`, in the planner's own words, so a caller maps it
-to its own setting (``components.capacity.blamed`` maps it to a stack key) without reading the
+to its own setting (``components.config.resolve.blamed`` maps it to a stack key) without reading the
 message:
 
 * ``slice``: the slice cannot hold or split the model (the default);

@@ -17,7 +17,7 @@ custom resources' ``CustomResourcePatch`` included) is judged like its kind.
 Rules that need several resources at once (a route and the Gateway it attaches to) are
 ``STACK_RULES``, run by the pack's stack validation on every resource of the stack.
 
-Imports nothing outside the standard library but ``components.images`` (a leaf): the pack runs in
+Imports nothing outside the standard library but ``components.catalog.pinning`` (a leaf): the pack runs in
 its own virtualenv, which holds only pulumi-policy.
 """
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.catalog.images import DIGEST
-from components.images import image_problem, tag_problem
+from components.catalog.pinning import image_problem, tag_problem
 
 ALLOW_REPLACE_LABEL = "gke-tpu-llm-allow-replace"
 """GCP label a prod stack sets (through ``gke-tpu-llm:allowReplace``) on a resource it may replace."""
@@ -40,7 +40,7 @@ INTERNAL_LB_ANNOTATION = "networking.gke.io/load-balancer-type"
 """GKE annotation (value ``Internal``) that makes a LoadBalancer Service VPC-internal."""
 AUTH_ANNOTATION = "gke-tpu-llm/auth"
 """Annotation the workloads set on a Service whose server authenticates its clients; the value names
-the mechanism (``api-key``, ``iap``, ...). Same key as ``components.endpoints`` (compared in a test)."""
+the mechanism (``api-key``, ``iap``, ...). Same key as ``components.tools.endpoints`` (compared in a test)."""
 
 ENVIRONMENT_CONFIG_KEY = "gke-tpu-llm:environment"
 """The stack setting that makes a stack prod (``StackConfig.environment``)."""
@@ -358,7 +358,7 @@ IAM_GRANT_TYPES: Mapping[str, str] = {
 }
 PROJECT_ROLES: frozenset[str] = frozenset({"roles/container.defaultNodeServiceAccount", "roles/monitoring.viewer"})
 """The roles the project's components grant on a project, and nothing else (a test holds this set to
-``components.identity.NODE_ROLE``, the vLLM metrics adapter's ``MONITORING_VIEWER`` and every stack's
+``components.platform.identity.NODE_ROLE``, the vLLM metrics adapter's ``MONITORING_VIEWER`` and every stack's
 grants): the node service account's logging/metrics role, and Cloud Monitoring read for the metrics
 adapter (Monitoring has no finer resource). Every other role, predefined or custom, is granted on the
 resource it is about (a bucket, a repository, a service account), never on the whole project."""

@@ -18,7 +18,7 @@ path) comes from the kind's render module as a :class:`BenchmarkClient`; everyth
   own startup budget, so the client starts against a ready server;
 * its own KubernetesServiceAccount (``<server>-benchmark``), whose only Google access is a
   conditional object role on the ``benchmarks/<stack>/`` prefix of the bucket
-  (``components.benchmark``), mounted with GCS FUSE restricted to that prefix (``only-dir``);
+  (``components.platform.benchmark_job``), mounted with GCS FUSE restricted to that prefix (``only-dir``);
 * non-root (65534), read-only root filesystem, no capabilities, no Kubernetes API token; caches and
   scratch on ``emptyDir`` volumes;
 * no ``ttlSecondsAfterFinished``: a Job the cluster garbage-collects is re-created, and so re-run, by
@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.capacity import StackPlan
+from components.config.resolve import StackPlan
 from components.config.workload import ServingSpec
 from components.render import netpol
 from components.render.core import common_labels, render_service_account, with_baseline_security
@@ -44,7 +44,7 @@ ROLE = "benchmark"
 """``app.kubernetes.io/component`` of the benchmark pod (the NetworkPolicy's source)."""
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 SYSTEM_POOL = "system"
-"""The CPU system pool ``components.gke`` creates (the Saxml CPU servers use it the same way)."""
+"""The CPU system pool ``components.platform.gke`` creates (the Saxml CPU servers use it the same way)."""
 RESULTS_MOUNT = "/results"
 RESULTS_VOLUME = "benchmark-results"
 SCRATCH_MOUNT = "/scratch"

@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.crds.controllers import pod_template_paths as custom_resource_pod_template_paths
+from components.crds.releases import pod_template_paths as custom_resource_pod_template_paths
 
 PART_OF = "gke-tpu-llm"
+# What a Service's annotations say about its reach, written by the kinds' renderers and read by the
+# plan's endpoint lines (components.tools.endpoints) and the policy pack (same keys, compared in a test).
+INTERNAL_LB_ANNOTATION = "networking.gke.io/load-balancer-type"
+AUTH_ANNOTATION = "gke-tpu-llm/auth"
+AUTH_PATHS_ANNOTATION = "gke-tpu-llm/auth-paths"
+"""Comma-separated path prefixes the server authenticates; absent: every path."""
+OPEN_PATHS_ANNOTATION = "gke-tpu-llm/unauthenticated-paths"
+"""Comma-separated examples of paths that answer without credentials (with ``auth-paths``)."""
 WI_ANNOTATION = "iam.gke.io/gcp-service-account"
 
 
@@ -76,7 +84,7 @@ unless its renderer sets it to true, because none of the workload pods calls the
 
 The one pod that keeps its token is the Custom Metrics Stackdriver Adapter (an aggregated API
 server: it reads pods/nodes and delegates authentication to the API server), rendered in
-``components.workloads.vllm.render`` with the token set explicitly; ``components.scan`` lists it, with that
+``components.workloads.vllm.render`` with the token set explicitly; ``components.tools.scan`` lists it, with that
 reason, as the only pod allowed to fail checkov's CKV_K8S_38.
 """
 
@@ -88,7 +96,7 @@ _BUILTIN_TEMPLATE_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "Rep
 def pod_template_paths(obj: Mapping[str, Any]) -> list[tuple[str | int, ...]]:
     """Paths (keys and list indexes) to every pod template in a rendered object, built-in or CRD.
 
-    Custom resources' paths are declared with their kind in ``components/crds/controllers.py``."""
+    Custom resources' paths are declared with their kind in ``components/crds/releases.py``."""
     if obj.get("kind") in _BUILTIN_TEMPLATE_KINDS:
         return [("spec", "template")] if "template" in (obj.get("spec") or {}) else []
     return custom_resource_pod_template_paths(obj)

@@ -28,7 +28,7 @@ policy admits the Service's ``loadBalancerSourceRanges`` as ``ipBlock``s; with n
 address outside the cluster (``0.0.0.0/0``), which an internal load balancer and the VPC's routes
 bound to the VPC and the networks connected to it. In-cluster clients are admitted by their pod
 labels only (the benchmark Job: ``components.render.benchmark``), because an ipBlock never admits a
-pod of the cluster on GKE Dataplane V2 (``components.reach``). The same fields turn off node ports
+pod of the cluster on GKE Dataplane V2 (``components.tools.reach``). The same fields turn off node ports
 (``allocateLoadBalancerNodePorts: false``): GKE's passthrough load balancers forward to the Service
 ``port`` and health-check ``healthCheckNodePort``, never a node port (kubernetes/ingress-gce
 ``pkg/l4/resources/forwarding_rules.go``: ``utils.GetPorts`` lists ``ServicePort.Port``;

@@ -8,13 +8,13 @@ from typing import Any, Protocol
 
 import pulumi
 
-from components.benchmark import ServingBenchmark, ServingBenchmarkArgs
-from components.capacity import StackPlan
+from components.config.resolve import StackPlan
 from components.config.workload import serving_scenario
-from components.gke import GkeCluster
-from components.identity import WorkloadIdentity
-from components.scheduling import CapacityScheduling, CapacitySchedulingArgs, needed
-from components.storage import StackBucket
+from components.platform.addons.capacity_scheduling import CapacityScheduling, CapacitySchedulingArgs, needed
+from components.platform.benchmark_job import ServingBenchmark, ServingBenchmarkArgs
+from components.platform.gke import GkeCluster
+from components.platform.identity import WorkloadIdentity
+from components.platform.storage import StackBucket
 
 
 class Deploy(Protocol):
@@ -42,7 +42,7 @@ def deploy_workload(
     if needed(stack.config):
         # Capacity tiers (tpu.capacity): the ComputeClass or Kueue queue first; every workload object
         # registered after attach() gets the selectors/queue label it needs and depends on them
-        # (components/scheduling.py). One tier: nothing, so the plan is unchanged.
+        # (components/platform/addons/capacity_scheduling.py). One tier: nothing, so the plan is unchanged.
         CapacityScheduling(
             "capacity-scheduling",
             CapacitySchedulingArgs(config=stack.config, provider=cluster.provider, namespace_ready=[identity], pools=pools),
@@ -52,7 +52,7 @@ def deploy_workload(
     if scenario is None or not scenario.benchmark:
         return outputs
     # workload.serving.benchmark: the engine's own client against the server, after it (the kind's
-    # Outputs carry the server's resources); components/benchmark.py.
+    # Outputs carry the server's resources); components/platform/benchmark_job.py.
     benchmark = ServingBenchmark(
         "benchmark",
         ServingBenchmarkArgs(

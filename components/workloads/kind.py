@@ -43,7 +43,7 @@ class WorkloadKindInfo:
     ``workload.serving.benchmark: true``. None: the engine has no client here, and the key is refused."""
     serving_server: Callable[[StackConfig, TpuSlice], planner.perf.Server] | None = None
     """How the engine runs one replica on a slice (batch limit, step token budget, slices per replica),
-    from the settings its renderer reads too: the serving model's input (``components.capacity``).
+    from the settings its renderer reads too: the serving model's input (``components.config.resolve``).
     Every serving kind declares one."""
 
     @property

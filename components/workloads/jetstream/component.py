@@ -24,14 +24,14 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components import k8s as k8s_objects
-from components.capacity import StackPlan
 from components.config.errors import NAMESPACE
-from components.controllers import HelmController
-from components.gke import CLOUD_PLATFORM_SCOPE, GkeCluster, cpu_shielding
-from components.identity import WorkloadIdentity
-from components.netpol import network_policies
-from components.storage import StackBucket
+from components.config.resolve import StackPlan
+from components.platform import k8s as k8s_objects
+from components.platform.addons.controllers import HelmController
+from components.platform.gke import CLOUD_PLATFORM_SCOPE, GkeCluster, cpu_shielding
+from components.platform.identity import WorkloadIdentity
+from components.platform.network_policies import network_policies
+from components.platform.storage import StackBucket
 from components.workloads.jetstream import render as render
 from components.workloads.jetstream.spec import settings
 

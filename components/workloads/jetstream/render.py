@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.capacity import StackPlan
+from components.config.resolve import StackPlan
 from components.render import netpol
 from components.render.core import common_labels, with_baseline_security
 from components.workloads.jetstream.spec import (

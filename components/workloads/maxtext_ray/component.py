@@ -35,13 +35,13 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components import k8s as k8s_objects
-from components.capacity import StackPlan
+from components.config.resolve import StackPlan
 from components.config.stack import StackConfig
-from components.gke import GkeCluster
-from components.identity import WorkloadIdentity
-from components.netpol import network_policies
-from components.storage import StackBucket
+from components.platform import k8s as k8s_objects
+from components.platform.gke import GkeCluster
+from components.platform.identity import WorkloadIdentity
+from components.platform.network_policies import network_policies
+from components.platform.storage import StackBucket
 from components.workloads.maxtext_ray import render as render
 from components.workloads.maxtext_ray.spec import repository_id, settings
 

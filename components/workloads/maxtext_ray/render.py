@@ -25,10 +25,10 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from components import naming
-from components.capacity import StackPlan, workload_of
 from components.catalog.models import MODELS
 from components.catalog.tpu import TPU_RESOURCE, TpuSlice
+from components.config import naming
+from components.config.resolve import StackPlan, workload_of
 from components.config.rules import QUEUED_PROVISIONING
 from components.config.stack import StackConfig
 from components.render import netpol

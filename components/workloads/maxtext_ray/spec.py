@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from components import naming
 from components.catalog.models import MODELS
+from components.config import naming
 from components.config.base import BucketNeed, Spec
 from components.config.errors import raise_rules, rule
 from components.config.isolation import Claim

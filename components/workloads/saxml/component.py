@@ -21,13 +21,13 @@ from typing import Any, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import k8s as k8s_objects
-from components.capacity import StackPlan
-from components.controllers import HelmController
-from components.gke import GkeCluster
-from components.identity import WorkloadIdentity
-from components.netpol import network_policies
-from components.storage import StackBucket
+from components.config.resolve import StackPlan
+from components.platform import k8s as k8s_objects
+from components.platform.addons.controllers import HelmController
+from components.platform.gke import GkeCluster
+from components.platform.identity import WorkloadIdentity
+from components.platform.network_policies import network_policies
+from components.platform.storage import StackBucket
 from components.workloads.saxml import render as render
 from components.workloads.saxml.spec import BUCKET_KEY, settings
 

@@ -29,12 +29,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.capacity import StackPlan
 from components.catalog.models import MODELS
-from components.endpoints import INTERNAL_LB_ANNOTATION
+from components.config.resolve import StackPlan
 from components.policy.rules import PRIVILEGED_TPU_ANNOTATION, PRIVILEGED_TPU_REASON
 from components.render import netpol
-from components.render.core import common_labels, with_baseline_security
+from components.render.core import INTERNAL_LB_ANNOTATION, common_labels, with_baseline_security
 from components.workloads.saxml.spec import settings
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -53,7 +52,7 @@ TPU_RUNTIME_PORT = 8471
 # The admin image appends this to gs://$GSBUCKET; the model and HTTP servers get the same root as SAX_ROOT.
 SAX_ROOT_DIR = "sax-root"
 
-# components/gke.py names the CPU system pool "system"; the CPU servers are pinned to it
+# components/platform/gke.py names the CPU system pool "system"; the CPU servers are pinned to it
 # (tests/test_saxml.py checks the two agree).
 SYSTEM_POOL = "system"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"

@@ -22,13 +22,13 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components import k8s as k8s_objects
-from components.capacity import StackPlan
-from components.controllers import HelmController
-from components.gke import GkeCluster
-from components.identity import WorkloadIdentity, principal_member, stack_urn
-from components.netpol import network_policies
-from components.storage import StackBucket
+from components.config.resolve import StackPlan
+from components.platform import k8s as k8s_objects
+from components.platform.addons.controllers import HelmController
+from components.platform.gke import GkeCluster
+from components.platform.identity import WorkloadIdentity, principal_member, stack_urn
+from components.platform.network_policies import network_policies
+from components.platform.storage import StackBucket
 from components.workloads.vllm import render as render
 from components.workloads.vllm.spec import ADAPTER_NAME, ADAPTER_NAMESPACE, API_KEY_SECRET, settings
 

@@ -31,13 +31,19 @@ import json
 import math
 from typing import Any
 
-from components.capacity import StackPlan
 from components.catalog.images import pinned
+from components.config.resolve import StackPlan
 from components.config.workload import serving_scenario
-from components.endpoints import AUTH_ANNOTATION, AUTH_PATHS_ANNOTATION, INTERNAL_LB_ANNOTATION, OPEN_PATHS_ANNOTATION
 from components.render import netpol
 from components.render.benchmark import BenchmarkClient, num_prompts, server_url
-from components.render.core import common_labels, with_baseline_security
+from components.render.core import (
+    AUTH_ANNOTATION,
+    AUTH_PATHS_ANNOTATION,
+    INTERNAL_LB_ANNOTATION,
+    OPEN_PATHS_ANNOTATION,
+    common_labels,
+    with_baseline_security,
+)
 from components.workloads.vllm.spec import (
     ADAPTER_IMAGE,
     ADAPTER_NAME,
