@@ -3,7 +3,7 @@
     .venv/bin/python -m tests.bench_perf
 
 Fits ``hbm_efficiency`` to the calibration results' TPOT and ``prefill_utilisation`` to their
-median TTFT by bisection, every other factor as catalogued (components/catalog/perf.py), then
+median TTFT by bisection, every other factor as catalogued (components/catalog/calibration.py), then
 prints every published result beside the model's prediction with the catalogued factors. The
 holdout results are printed, never fitted.
 """
@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from components import planner
 from components.catalog import tpu as tpu_catalog
+from components.catalog.calibration import FACTORS, PUBLISHED, EfficiencyFactors, Metric, PublishedResult
 from components.catalog.models import MODELS
-from components.catalog.perf import FACTORS, PUBLISHED, EfficiencyFactors, Metric, PublishedResult
 from components.planner import perf
 
 

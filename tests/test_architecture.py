@@ -105,14 +105,96 @@ def test_no_import_cycle_in_components() -> None:
         ("components.catalog", "components.planner"),
         ("components.planner", "components.config"),
         ("components.config", "components.render"),
-        ("components.render", "components.platform.gke"),
+        ("components.render", "components.platform"),
     ],
 )
 def test_layers_import_one_way(lower: str, upper: str) -> None:
-    """Import layers, bottom up: catalog <- planner <- config <- render <- components (the data flows
-    catalog -> config -> planner -> render; config imports the planner only for its engine table)."""
+    """Import layers, bottom up: catalog <- planner <- config <- render <- platform (the data flows
+    catalog -> config -> planner -> render; config imports the planner only for its engine table and
+    to resolve a stack's capacity, ``config.resolve``)."""
     graph = import_graph()
-    lows = [n for n in graph if n == lower or n.startswith(lower + ".")]
-    ups = {n for n in graph if n == upper or n.startswith(upper + ".")}
+    lows = [n for n in graph if _within(n, lower)]
+    ups = {n for n in graph if _within(n, upper)}
     reached = {m for n in lows for m in nx.descendants(graph, n)} & ups
     assert not reached, f"{lower} reaches {sorted(reached)}"
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+# What each folder of components/ may not import (directly): the folders name their audiences.
+FOLDER_RULES: dict[str, tuple[str, ...]] = {
+    # Facts as data: nothing above them.
+    "components.catalog": (
+        "components.config",
+        "components.planner",
+        "components.render",
+        "components.platform",
+        "components.program",
+        "components.tools",
+        "components.workloads",
+    ),
+    "components.planner": (
+        "components.config",
+        "components.render",
+        "components.platform",
+        "components.program",
+        "components.tools",
+        "components.workloads",
+    ),
+    "components.config": ("components.render", "components.platform", "components.program", "components.tools"),
+    # Pure renderers: dicts in, dicts out; the components register them.
+    "components.render": ("components.platform", "components.program", "components.tools"),
+    # The library: a user's own program imports it with no stack config, workload kind or tool.
+    "components.platform": (
+        "components.program",
+        "components.tools",
+        "components.workloads",
+        "components.config.stack",
+        "components.config.loader",
+        "components.config.resolve",
+        "components.config.stack_files",
+    ),
+    # What `pulumi up` runs never needs the offline tools.
+    "components.program": ("components.tools",),
+    "components.workloads": ("components.tools", "components.program"),
+}
+# A cluster-level add-on is a function of a stack's settings, so it may read the stack config; the
+# rest of platform/ stays free of it.
+FOLDER_EXCEPTIONS: dict[str, tuple[str, ...]] = {"components.platform.addons": ("components.config.stack",)}
+
+
+@pytest.mark.parametrize("folder", sorted(FOLDER_RULES))
+def test_folder_imports_only_what_its_audience_allows(folder: str) -> None:
+    graph = import_graph()
+    bad = []
+    for module in (n for n in graph if _within(n, folder)):
+        allowed = next((ok for pkg, ok in FOLDER_EXCEPTIONS.items() if _within(module, pkg)), ())
+        for target in graph.successors(module):
+            banned = [b for b in FOLDER_RULES[folder] if _within(target, b)]
+            if banned and not any(_within(target, a) for a in allowed):
+                bad.append(f"{module} -> {target}")
+    assert not bad, f"{folder} imports what its folder may not: {bad}"
+
+
+# A workload kind's package has the same shape as every other kind's (components/README: "Workload
+# kinds are packages"), so these names repeat by design; every other module name appears once.
+KIND_MODULES = {"spec", "render", "component"}
+
+
+def test_every_module_name_appears_once() -> None:
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        if path.stem in ("__init__", "__main__") or path.stem in KIND_MODULES:
+            continue
+        seen.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    twice = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not twice, f"module names used more than once: {twice}"
+
+
+def test_folders_exist_with_their_audiences() -> None:
+    """The folders the README names; an empty or missing one would pass the rules vacuously."""
+    graph = import_graph()
+    for folder in ("components.platform", "components.platform.addons", "components.program", "components.tools"):
+        assert any(_within(n, folder) and n != folder for n in graph), folder

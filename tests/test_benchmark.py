@@ -18,8 +18,7 @@ import yaml
 from components.catalog.images import image
 from components.config import stack_files as stacks
 from components.config.errors import ConfigError
-from components.platform.benchmark_job import BUCKET_ROLE, ServingBenchmark
-from components.policy.rules import Resource, violations
+from components.policy.checks import Resource, violations
 from components.render import benchmark as render
 from components.render import netpol
 from components.tools import report
@@ -27,6 +26,7 @@ from components.tools.scan import SCOPED_SKIPS, resource_key, run_checkov, scan_
 from components.tools.validate import validate_all
 from components.workloads.kind import benchmark_rules
 from components.workloads.registry import BY_KIND
+from components.workloads.serving_benchmark import BUCKET_ROLE, ServingBenchmark
 from components.workloads.vllm import render as vllm_render
 from components.workloads.vllm.component import VllmServer
 from components.workloads.vllm.spec import settings
@@ -125,7 +125,7 @@ def test_scenario_record_holds_the_scenario_slice_and_versions() -> None:
     record = json.loads(env["BENCHMARK_SCENARIO"])
     assert record["scenario"] == {"inputTokens": 1000, "outputTokens": 900, "concurrency": 48, "ttftMs": None, "tpotMs": None}
     assert record["slice"] == {
-        "key": "v6e-2x4-8t",  # components/catalog/perf.py PublishedResult.slice_key
+        "key": "v6e-2x4-8t",  # components/catalog/calibration.py PublishedResult.slice_key
         "generation": "v6e",
         "topology": "2x4",
         "machineType": "ct6e-standard-8t",

@@ -14,8 +14,8 @@ import yaml
 from components.config import naming
 from components.config import stack_files as stacks
 from components.config.errors import ConfigError
+from components.config.gke_rules import COMPUTE_CLASS_MIN_GKE_VERSION, compute_class_version_rules
 from components.config.platform import CapacityTierSpec
-from components.config.rules import COMPUTE_CLASS_MIN_GKE_VERSION, compute_class_version_rules
 from components.config.stack import StackConfig
 from components.crds.releases import group_size
 from components.platform.addons.capacity_scheduling import needed

@@ -390,7 +390,7 @@ def test_bad_args_are_one_args_error_in_the_args_own_words(
 
 
 def test_each_shared_rule_is_written_once() -> None:
-    """The checks a stack file and the Args share live in components/config/rules.py only."""
+    """The checks a stack file and the Args share live in components/config/gke_rules.py only."""
     texts = (
         "is not a Compute Engine region in the catalog",
         "pick a zone in",
@@ -404,7 +404,7 @@ def test_each_shared_rule_is_written_once() -> None:
         if "catalog" not in path.parts  # the catalog defines the facts (gke_version_at_least) the rules use
     }
     for text in texts:
-        assert [path for path, source in sources.items() if text in source] == ["components/config/rules.py"], text
+        assert [path for path, source in sources.items() if text in source] == ["components/config/gke_rules.py"], text
 
 
 def test_the_stack_file_and_the_args_report_a_shared_rule_alike() -> None:

@@ -1,5 +1,5 @@
 """The serving performance model (components/planner/perf.py), its calibration against published
-results (components/catalog/perf.py), the ``workload.serving`` scenario, selection by $ per
+results (components/catalog/calibration.py), the ``workload.serving`` scenario, selection by $ per
 million output tokens and the ``estimate`` command."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from components import planner
 from components.catalog import tpu as tpu_catalog
+from components.catalog.calibration import FACTORS, PUBLISHED, Metric, PublishedResult
 from components.catalog.models import MODELS
-from components.catalog.perf import FACTORS, PUBLISHED, Metric, PublishedResult
 from components.config import resolve as capacity
 from components.config import stack_files as stacks
 from components.config.errors import ConfigError

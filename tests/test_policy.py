@@ -11,7 +11,7 @@ import pytest
 
 from components.catalog.pinning import image_problem
 from components.config import stack_files as stacks
-from components.policy.rules import RULES, STACK_RULES, Resource, stack_environment, stack_violations, violations
+from components.policy.checks import RULES, STACK_RULES, Resource, stack_environment, stack_violations, violations
 from tests.conftest import STACKS, planned, planned_built
 
 RULE_NAMES = {rule.name for rule in RULES}
@@ -501,14 +501,14 @@ def test_policy_every_image_default_is_a_version_tag() -> None:
 def test_policy_allowance_label_is_the_one_the_program_sets() -> None:
     # rules.py stays import-free for the policy pack's own virtualenv, so the label is compared here.
     from components.config import environments
-    from components.policy import rules
+    from components.policy import checks as rules
 
     assert rules.ALLOW_REPLACE_LABEL == environments.ALLOW_REPLACE_LABEL
 
 
 def test_policy_prod_markers_are_the_ones_the_program_sets() -> None:
     from components.config.stack import StackConfig
-    from components.policy import rules
+    from components.policy import checks as rules
     from tests.conftest import make_config
 
     assert rules.ENVIRONMENT_CONFIG_KEY == "gke-tpu-llm:" + "environment"
@@ -522,7 +522,7 @@ def test_policy_project_roles_are_the_ones_the_components_grant() -> None:
     """The allow-list is exactly what the project grants on a project: every stack's project grants
     are on it, and every role on it is granted by some stack (no stale entry)."""
     from components.platform.identity import NODE_ROLE
-    from components.policy.rules import PROJECT_ROLES
+    from components.policy.checks import PROJECT_ROLES
     from components.workloads.vllm.component import MONITORING_VIEWER
 
     assert PROJECT_ROLES == {NODE_ROLE, MONITORING_VIEWER}
@@ -536,7 +536,7 @@ def test_policy_project_roles_are_the_ones_the_components_grant() -> None:
 
 
 def test_policy_labelled_types_cover_every_labelled_resource_of_the_stacks() -> None:
-    from components.policy.rules import LABELLED_TYPES
+    from components.policy.checks import LABELLED_TYPES
 
     labelled = {
         res.type
@@ -559,7 +559,7 @@ def test_policy_stack_environment_is_read_from_the_stack_configuration() -> None
 
 
 def test_policy_load_balancer_markers_are_the_ones_the_workloads_set() -> None:
-    from components.policy import rules
+    from components.policy import checks as rules
     from components.tools import endpoints
 
     assert rules.AUTH_ANNOTATION == endpoints.AUTH_ANNOTATION

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from components.catalog import tpu as tpu_catalog
-from components.config import rules
+from components.config import gke_rules as rules
 from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.config.stack import StackConfig

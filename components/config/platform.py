@@ -16,7 +16,7 @@ from components.config import naming
 from components.config.addresses import covers_everyone
 from components.config.base import BucketRole, Cidr, Spec, machine_type_rules
 from components.config.errors import raise_rules, rule
-from components.config.rules import is_fallback_ladder
+from components.config.gke_rules import is_fallback_ladder
 
 MAX_AUTHORIZED_NETWORKS = 50
 """Authorized networks GKE accepts on a cluster's public control-plane endpoint (GKE quotas and limits:

@@ -14,6 +14,15 @@ from components.config import naming
 from components.config.base import Spec, bucket_rules
 from components.config.environments import ALLOW_REPLACE_LABEL, ENVIRONMENTS, Environment, EnvironmentPolicy
 from components.config.errors import raise_rules, rule
+from components.config.gke_rules import (
+    compute_class_version_rules,
+    flex_start_version_rules,
+    fp8_rules,
+    gke_version_rules,
+    ray_ladder_version_rules,
+    region_rules,
+    zone_in_region_rules,
+)
 from components.config.isolation import UNSAFE_SHARED_PROJECT_KEY
 from components.config.platform import (
     BUCKET_KEY_PATTERN,
@@ -22,15 +31,6 @@ from components.config.platform import (
     ControllersSpec,
     IdentitySpec,
     TpuSpec,
-)
-from components.config.rules import (
-    compute_class_version_rules,
-    flex_start_version_rules,
-    fp8_rules,
-    gke_version_rules,
-    ray_ladder_version_rules,
-    region_rules,
-    zone_in_region_rules,
 )
 from components.config.workload import MAX_CHIPS, WorkloadBase
 from components.workloads.kind import WorkloadKindInfo, benchmark_rules

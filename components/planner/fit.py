@@ -18,11 +18,11 @@ import math
 from components.catalog.models import ModelArch
 from components.catalog.tpu import GENERATIONS, TpuSlice
 from components.planner.engines import EngineProfile, profile
-from components.planner.errors import PlanError
 from components.planner.inputs import ServingWorkload, TrainingWorkload, Workload
 from components.planner.layout import bytes_per_chip, kv_heads_for, lay_out
 from components.planner.mesh import check_mesh, devices_per_chip, resolve_explicit
 from components.planner.params import Quantization, kv_cache_arrays, weight_arrays
+from components.planner.plan_errors import PlanError
 from components.planner.results import MemoryPlan, Plan, ShardingPlan
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from components.planner.engines import Engine, Mode, engines
-from components.planner.errors import PlanError, one_of
+from components.planner.plan_errors import PlanError, one_of
 
 WeightDtype = Literal["bfloat16", "int8", "fp8"]
 ParamDtype = Literal["float32", "bfloat16"]

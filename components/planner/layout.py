@@ -12,9 +12,9 @@ import math
 from collections.abc import Mapping
 
 from components.catalog.models import ModelArch
-from components.planner.errors import PlanError
 from components.planner.mesh import build_mesh
 from components.planner.params import AbstractArray
+from components.planner.plan_errors import PlanError
 from components.planner.results import ArrayPlan, SpecEntry
 
 Rules = Mapping[str, tuple[str, ...]]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from components.catalog.models import ModelArch
 from components.catalog.tpu import TpuSlice
-from components.planner.errors import PlanError
+from components.planner.plan_errors import PlanError
 
 if TYPE_CHECKING:
     import jax

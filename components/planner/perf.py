@@ -3,7 +3,7 @@ scenario (input tokens, output tokens, concurrency) on one planned slice (one re
 
 It reads the planner's exact per-chip byte counts (``Plan.memory``: weights, KV cache) and the
 catalog's HBM bandwidth and peak FLOPs per chip, with the efficiency factors of
-``components/catalog/perf.py`` (calibrated on published vLLM-TPU results, each with its source).
+``components/catalog/calibration.py`` (calibrated on published vLLM-TPU results, each with its source).
 
 Steady state with ``c`` sequences in flight (``c`` = min(requested, what the KV cache holds at
 ``input + output`` tokens each, the engine's batch limit: vLLM ``--max-num-seqs``, JetStream's
@@ -39,17 +39,17 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.catalog.models import ModelArch
-from components.catalog.perf import (
+from components.catalog.calibration import (
     CALIBRATED_ENGINES,
     DCN_BANDWIDTH_PER_HOST,
     FACTORS,
     ICI_BANDWIDTH_PER_CHIP,
     EfficiencyFactors,
 )
+from components.catalog.models import ModelArch
 from components.planner.engines import profile
-from components.planner.errors import PlanError
 from components.planner.params import param_count
+from components.planner.plan_errors import PlanError
 from components.planner.results import Plan
 
 ACTIVATION_BYTES = 2

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from components.catalog.models import ModelArch
 from components.catalog.tpu import TpuSlice, all_slices
-from components.planner.errors import PlanError, PlanField
 from components.planner.fit import plan
 from components.planner.inputs import Workload
 from components.planner.perf import Scenario, Server, ServingEstimate, estimate, rank_key
+from components.planner.plan_errors import PlanError, PlanField
 from components.planner.results import GB, MemoryPlan, Plan
 
 

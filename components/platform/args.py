@@ -8,7 +8,7 @@ written once. Fields with no stack-file key (project, labels, protection, ...) c
 Before any rule, every field's value is checked against its annotation (:func:`check_types`), so a
 wrong type is reported as an :class:`ArgsError` too, never as a traceback further down. Rules that
 a stack file and the Args share but no spec holds (region, zone, GKE version, project, labels) are
-in :mod:`components.config.rules`.
+in :mod:`components.config.gke_rules`.
 
 No Pulumi import: the Args can be built, validated and documented without the SDK.
 """
@@ -350,7 +350,7 @@ def validate(args: Any, spec: type[SpecT]) -> SpecT:
 
 
 def violations(rules: Iterable[Mapping[str, Any]]) -> list[Violation]:
-    """The ``rule(...)`` dicts of :mod:`components.config.rules` as violations of the Args."""
+    """The ``rule(...)`` dicts of :mod:`components.config.gke_rules` as violations of the Args."""
     return [Violation(r["path"], r["value"], r["problem"], r["allowed"], r["fix"]) for r in rules]
 
 

@@ -41,7 +41,8 @@ import pulumi_kubernetes as k8s
 from pydantic import BaseModel
 
 from components.catalog import gce
-from components.config import naming, rules
+from components.config import gke_rules as rules
+from components.config import naming
 from components.config.environments import ALLOW_REPLACE_LABEL
 from components.config.errors import Violation, rule
 from components.config.platform import ClusterHardeningSpec, ClusterSpec, Dataplane, LocationType, ReleaseChannel, SystemPoolSpec

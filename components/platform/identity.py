@@ -55,7 +55,8 @@ from typing import TYPE_CHECKING
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config import naming, rules
+from components.config import gke_rules as rules
+from components.config import naming
 from components.config.base import BucketRole
 from components.config.errors import Violation
 from components.config.platform import IdentityMode, IdentitySpec, TpuSpec, WorkloadMetadata

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config import naming, rules
+from components.config import gke_rules as rules
+from components.config import naming
 from components.config.errors import Violation
 from components.config.platform import BucketSpec, StorageClass
 from components.platform.args import (

@@ -61,7 +61,8 @@ from pydantic import ValidationError
 
 from components.catalog import gce
 from components.catalog import tpu as tpu_catalog
-from components.config import naming, rules
+from components.config import gke_rules as rules
+from components.config import naming
 from components.config.environments import ALLOW_REPLACE_LABEL
 from components.config.errors import Violation, rule
 from components.config.platform import (

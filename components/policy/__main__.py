@@ -25,9 +25,9 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root, for components.policy.rules
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root, for components.policy.checks
 
-from components.policy.rules import RULES, STACK_RULES, Resource, Rule, StackRule, stack_environment
+from components.policy.checks import RULES, STACK_RULES, Resource, Rule, StackRule, stack_environment
 
 
 def _environment() -> str | None:

@@ -18,7 +18,7 @@ path) comes from the kind's render module as a :class:`BenchmarkClient`; everyth
   own startup budget, so the client starts against a ready server;
 * its own KubernetesServiceAccount (``<server>-benchmark``), whose only Google access is a
   conditional object role on the ``benchmarks/<stack>/`` prefix of the bucket
-  (``components.platform.benchmark_job``), mounted with GCS FUSE restricted to that prefix (``only-dir``);
+  (``components.workloads.serving_benchmark``), mounted with GCS FUSE restricted to that prefix (``only-dir``);
 * non-root (65534), read-only root filesystem, no capabilities, no Kubernetes API token; caches and
   scratch on ``emptyDir`` volumes;
 * no ``ttlSecondsAfterFinished``: a Job the cluster garbage-collects is re-created, and so re-run, by

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from components.config.errors import NAMESPACE, ConfigError, Violation
-from components.config.rules import load_balancer_dataplane_rules
+from components.config.gke_rules import load_balancer_dataplane_rules
 from components.render.core import common_labels, get_path, pod_template_paths
 
 API_VERSION = "networking.k8s.io/v1"
@@ -214,7 +214,7 @@ def load_balanced_service_fields(dataplane: str) -> dict[str, Any]:
     name the load balancer's clients and no node port opens beside it (module docstring).
 
     The stack config refuses such a Service on the ``legacy`` dataplane
-    (``components.config.rules.load_balancer_dataplane_rules``, in the kinds' ``stack_rules``); the
+    (``components.config.gke_rules.load_balancer_dataplane_rules``, in the kinds' ``stack_rules``); the
     same rule is raised here as a ``ConfigError`` should a config ever get this far."""
     problems = load_balancer_dataplane_rules("cluster.dataplane", dataplane)
     if problems:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from components.catalog import tpu as tpu_catalog
 from components.config import naming
-from components.config.rules import QUEUED_PROVISIONING, is_fallback_ladder
+from components.config.gke_rules import QUEUED_PROVISIONING, is_fallback_ladder
 from components.crds.releases import group_size
 from components.render.core import common_labels, get_path, pod_template_paths, with_path
 

@@ -22,7 +22,7 @@ compared in ``tests/test_reach.py``. The semantics (Kubernetes "Network Policies
   the cluster is admitted by pod and namespace selectors only, whatever its address. Calico (the
   ``legacy`` dataplane) also matches ipBlocks against pod addresses (projectcalico/calico#6634), so
   a stack with a load-balanced Service, whose policy is made of ipBlocks, is refused there
-  (``components.config.rules.load_balancer_dataplane_rules``).
+  (``components.config.gke_rules.load_balancer_dataplane_rules``).
 * Traffic from the node a pod runs on (kubelet probes) is always admitted; it is not modelled.
 
 Pure functions; no Pulumi import.

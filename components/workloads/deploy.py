@@ -11,10 +11,10 @@ import pulumi
 from components.config.resolve import StackPlan
 from components.config.workload import serving_scenario
 from components.platform.addons.capacity_scheduling import CapacityScheduling, CapacitySchedulingArgs, needed
-from components.platform.benchmark_job import ServingBenchmark, ServingBenchmarkArgs
 from components.platform.gke import GkeCluster
 from components.platform.identity import WorkloadIdentity
 from components.platform.storage import StackBucket
+from components.workloads.serving_benchmark import ServingBenchmark, ServingBenchmarkArgs
 
 
 class Deploy(Protocol):
@@ -52,7 +52,7 @@ def deploy_workload(
     if scenario is None or not scenario.benchmark:
         return outputs
     # workload.serving.benchmark: the engine's own client against the server, after it (the kind's
-    # Outputs carry the server's resources); components/platform/benchmark_job.py.
+    # Outputs carry the server's resources); components/workloads/serving_benchmark.py.
     benchmark = ServingBenchmark(
         "benchmark",
         ServingBenchmarkArgs(

@@ -28,8 +28,8 @@ from typing import Any
 from components.catalog.models import MODELS
 from components.catalog.tpu import TPU_RESOURCE, TpuSlice
 from components.config import naming
+from components.config.gke_rules import QUEUED_PROVISIONING
 from components.config.resolve import StackPlan, workload_of
-from components.config.rules import QUEUED_PROVISIONING
 from components.config.stack import StackConfig
 from components.render import netpol
 from components.render.core import common_labels, with_baseline_security

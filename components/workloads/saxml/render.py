@@ -31,7 +31,7 @@ from typing import Any
 
 from components.catalog.models import MODELS
 from components.config.resolve import StackPlan
-from components.policy.rules import PRIVILEGED_TPU_ANNOTATION, PRIVILEGED_TPU_REASON
+from components.policy.checks import PRIVILEGED_TPU_ANNOTATION, PRIVILEGED_TPU_REASON
 from components.render import netpol
 from components.render.core import INTERNAL_LB_ANNOTATION, common_labels, with_baseline_security
 from components.workloads.saxml.spec import settings

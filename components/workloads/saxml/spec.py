@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 from components.catalog.images import image
 from components.config.base import BucketNeed, Cidr, PinnedImage, Spec
 from components.config.errors import raise_rules, rule
-from components.config.rules import load_balancer_dataplane_rules
+from components.config.gke_rules import load_balancer_dataplane_rules
 from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
 from components.planner.perf import Server
 

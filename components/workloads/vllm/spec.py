@@ -24,8 +24,8 @@ from components.catalog.images import image
 from components.catalog.models import MODELS
 from components.config.base import BucketNeed, Cidr, PinnedImage, Spec
 from components.config.errors import raise_rules, rule
+from components.config.gke_rules import load_balancer_dataplane_rules
 from components.config.isolation import Claim, identity_namespace_claim
-from components.config.rules import load_balancer_dataplane_rules
 from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
 from components.planner.perf import Server
 
@@ -430,8 +430,8 @@ class VllmSpec(Spec):
         """A multi-host slice runs one LeaderWorkerSet group per slice: no HPA, and a pinned
         parallelism must be the tested one (or explicitly accepted)."""
         from components.planner.engines import untested_multi_host
-        from components.planner.errors import PlanError
         from components.planner.mesh import resolve_explicit
+        from components.planner.plan_errors import PlanError
 
         rules: list[dict[str, Any]] = []
         tpu = config.tpu.slice
