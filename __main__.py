@@ -9,7 +9,7 @@ import pulumi
 
 from components.config.errors import ConfigError
 from components.config.resolve import resolve
-from components.program.build import build_platform
+from components.program.build import build_addons, build_platform
 from components.program.runtime import load_stack_config
 from components.workloads.deploy import deploy_workload
 
@@ -22,7 +22,8 @@ config = stack.config
 
 platform = build_platform(config)  # cluster -> buckets -> identity -> TPU pools
 cluster, buckets, identity = platform.cluster, platform.buckets, platform.identity
-workload_outputs = deploy_workload(stack, cluster=cluster, identity=identity, buckets=buckets, pools=platform.pools)
+addons = build_addons(config, platform)  # the cluster add-ons the settings need (capacity scheduling, metrics adapter)
+workload_outputs = deploy_workload(stack, cluster=cluster, identity=identity, buckets=buckets, addons=addons)
 
 pulumi.export("cluster_name", cluster.cluster_name)
 pulumi.export("get_credentials_command", cluster.get_credentials_command)

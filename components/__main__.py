@@ -1,6 +1,6 @@
 """``python -m components …``: the offline CLI (``components.tools.cli``)."""
 
-from components.tools.cli import main
+from .tools.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

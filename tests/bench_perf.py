@@ -28,7 +28,7 @@ def predict(r: PublishedResult, f: EfficiencyFactors) -> perf.ServingEstimate:
     p = planner.plan(arch, tpu, workload, region=None)
     server = perf.Server(r.max_num_seqs, "vLLM --max-num-seqs (the source's)", r.max_num_batched_tokens)
     scenario = perf.Scenario(r.input_tokens, r.output_tokens, r.concurrency)
-    return perf.estimate(arch, p, scenario, server=server, region=None, factors=f)
+    return perf.estimate(arch, p, scenario, server=server, region=None, perf_key=r.engine, factors=f)
 
 
 def metric(e: perf.ServingEstimate, name: Metric) -> float:

@@ -1,16 +1,41 @@
-"""Shared fixtures: the project root on sys.path, and one offline plan per stack per session."""
+"""Shared fixtures: the project root on sys.path, and one offline plan per committed stack per test run.
+
+The suite runs on every core (pytest-xdist, ``-n auto`` in pyproject.toml), one process per worker.
+A committed stack's plan is computed once per run and shared: the first worker that needs it runs the
+engine and pickles the result into a directory the controller made for the run; the others wait on
+that plan's lock and load it. Tests share these results, so a test that changes one must copy it
+first; the session's end checks that none was changed (a changed plan would make outcomes depend on
+which tests ran before it on the same worker).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import copyreg
 import dataclasses
+import gc
+import hashlib
+import io
+import json
+import os
+import pickle
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
+
+# Each process of the run holds the SDKs, jax and the shared plans: millions of objects that live for
+# the whole run, which the default thresholds (700, 10, 10) made full collections walk dozens of times
+# per worker (~8 s of a 45 s worker on 2 cores). Rarer young collections: same peak memory.
+gc.set_threshold(20_000, 20, 10)
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -19,15 +44,115 @@ if str(ROOT) not in sys.path:
 from components.config import stack_files as stacks  # noqa: E402
 from components.config.loader import parse_stack_config, required_secrets  # noqa: E402
 from components.config.stack import StackConfig  # noqa: E402
-from components.tools import report  # noqa: E402
+from components.tools import mockengine, report  # noqa: E402
 
 STACKS = stacks.list_stacks()
 
 
+# ---------------------------------------------------------------- plans shared by the run
+
+_PLAN_DIR_KEY = "gke_tpu_llm_plan_dir"
+"""The controller hands each worker the run's plan directory under this key of ``workerinput``."""
+
+_plan_dir: Path | None = None
+"""Where this run's workers share plans; None in a run without workers (every plan is in memory)."""
+
+_shared: dict[str, tuple[report.PlanResult, bytes]] = {}
+"""Each shared plan this process holds, with its pickle, to check at the end that no test changed it."""
+
+
+def _mapping_proxy(items: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    return MappingProxyType(items)
+
+
+class _PlanPickler(pickle.Pickler):
+    """The catalog's read-only tables (``MappingProxyType``) are not picklable: written as the dict they
+    wrap and read back as a new read-only view of it (plans compare equal either side)."""
+
+    dispatch_table = copyreg.dispatch_table.copy()
+    dispatch_table[MappingProxyType] = lambda proxy: (_mapping_proxy, (dict(proxy),))
+
+
+def _pickled(result: report.PlanResult) -> bytes:
+    out = io.BytesIO()
+    _PlanPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(result)
+    return out.getvalue()
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (POSIX ``flock``; the lock goes with the process if it dies)."""
+    import fcntl
+
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _shared_plan(name: str, compute: Callable[[], report.PlanResult]) -> report.PlanResult:
+    """``compute()`` once per run: by the first worker that asks, loaded from its pickle by the others."""
+    if _plan_dir is None or os.name != "posix":
+        result = compute()
+        _shared[name] = (result, _pickled(result))
+        return result
+    path = _plan_dir / f"{name}.pickle"
+    with _locked(_plan_dir / f"{name}.lock"):
+        if path.exists():
+            data = path.read_bytes()
+            result = pickle.loads(data)
+        else:
+            result = compute()
+            data = _pickled(result)
+            path.with_suffix(".tmp").write_bytes(data)
+            path.with_suffix(".tmp").replace(path)
+    _shared[name] = (result, data)
+    return result
+
+
+COMMITTED_STACKS = stacks.STACKS_DIR
+"""``stacks/`` as committed (a test may point ``stacks.STACKS_DIR`` at copies it changes)."""
+
+
+@contextlib.contextmanager
+def _committed_stacks_dir() -> Iterator[None]:
+    """Plan against the committed ``stacks/`` (the isolation check reads the other stack files), so a
+    shared plan does not depend on which test asked for it first."""
+    patched, stacks.STACKS_DIR = stacks.STACKS_DIR, COMMITTED_STACKS
+    try:
+        yield
+    finally:
+        stacks.STACKS_DIR = patched
+
+
+def _content_key(stack_file: stacks.StackFile) -> str:
+    content = [stack_file.stack, stack_file.values, stack_file.secret_keys, stack_file.placeholders]
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{stack_file.stack}-{digest[:16]}"
+
+
+def planned_file(stack_file: stacks.StackFile) -> report.PlanResult:
+    """The plan of ``stack_file``, shared by the run: every test (on any worker) that plans the same
+    content, a committed stack or the same variant of one, gets the one engine run. Only for stack
+    files planned as the repository stands: the key is the file's content, so a test that patches
+    the catalog, the environment or the program must run ``report.plan`` itself."""
+    key = _content_key(stack_file)
+    if key in _shared:
+        return _shared[key][0]
+
+    def compute() -> report.PlanResult:
+        with _committed_stacks_dir():
+            return report.plan(stack_file)
+
+    return _shared_plan(key, compute)
+
+
 @cache
 def planned(stack: str) -> report.PlanResult:
-    """Plans are deterministic, so each stack runs once per test session."""
-    return report.plan(stacks.read_stack_file(stacks.stack_path(stack)))
+    """The committed stack's plan: plans are deterministic, so each stack runs once per test run."""
+    return planned_file(stacks.read_stack_file(COMMITTED_STACKS / stacks.stack_path(stack).name))
 
 
 BUILD_DIGEST = "sha256:" + "5" * 64
@@ -45,15 +170,47 @@ def planned_built(stack: str) -> report.PlanResult:
         return result
     from components.workloads.maxtext_ray import render as maxtext_render
 
-    parsed = stacks.read_stack_file(stacks.stack_path(stack))
+    parsed = stacks.read_stack_file(COMMITTED_STACKS / stacks.stack_path(stack).name)
     workload = copy.deepcopy(parsed.values["gke-tpu-llm:workload"])
     workload["maxtextRay"].setdefault("image", {})["built"] = f"{maxtext_render.image_tag(result.config)}@{BUILD_DIGEST}"
-    return report.plan(dataclasses.replace(parsed, values={**parsed.values, "gke-tpu-llm:workload": workload}))
+    return planned_file(dataclasses.replace(parsed, values={**parsed.values, "gke-tpu-llm:workload": workload}))
 
 
 @pytest.fixture(params=STACKS)
 def stack_plan(request: pytest.FixtureRequest) -> report.PlanResult:
     return planned(request.param)
+
+
+@pytest.fixture
+def shared_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The offline engine (``mockengine.run_program`` of the root program) answering from the run's
+    shared plans (:func:`planned_file`): for tests of what the CLI does with plans (``plan --all``,
+    ``teardown``, the text view) where nothing but stack files changed. ``report.plan`` still
+    validates and checks isolation before it asks the engine."""
+    real = mockengine.run_program
+
+    def run_program(
+        stack_file: stacks.StackFile, program: Path = mockengine.PROGRAM, *, records: list[mockengine.Registration] | None = None
+    ) -> tuple[list[mockengine.Registration], dict[str, Any]]:
+        if program != mockengine.PROGRAM or records is not None:
+            return real(stack_file, program, records=records)
+        shared = planned_file(stack_file)
+        print(shared.log, end="")  # what the program printed, as an engine run shows it
+        copied: report.PlanResult = pickle.loads(_shared[_content_key(stack_file)][1])  # callers may change theirs
+        return copied.resources, copied.outputs
+
+    monkeypatch.setattr(mockengine, "run_program", run_program)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_plans_stay_unchanged() -> Iterator[None]:
+    """Fail the run (an error at the last test's teardown) when a test changed a shared plan."""
+    yield
+    changed = sorted(name for name, (result, data) in _shared.items() if pickle.loads(data) != result)
+    assert not changed, (
+        f"a test changed the shared plan of {', '.join(changed)} (tests/conftest.py: planned, planned_built, planned_file): "
+        "copy a plan (copy.deepcopy) before changing it"
+    )
 
 
 BASE: dict[str, Any] = {
@@ -115,9 +272,27 @@ def run_cli_process(*args: str, check: bool = False) -> subprocess.CompletedProc
     )
 
 
+# ---------------------------------------------------------------- the run's plan directory (pytest-xdist)
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    # pulumi_gcp warns about its own deprecated aliases on import; not ours to fix.
-    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:pulumi_gcp")
-    # Tests that take seconds (XLA cross-checks, subprocess CLIs, checkov): `pytest -m "not slow"`
-    # gives the quick loop; CI runs everything.
-    config.addinivalue_line("markers", "slow: takes seconds; deselect with -m 'not slow' for a quick loop")
+    global _plan_dir
+    workerinput = getattr(config, "workerinput", None)  # set on a pytest-xdist worker only
+    if workerinput is not None and workerinput.get(_PLAN_DIR_KEY):
+        _plan_dir = Path(workerinput[_PLAN_DIR_KEY])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """On the controller, before each worker starts: one plan directory for the run, named to each
+    worker (the pytest-xdist hook made for passing data to workers, ``workerinput``)."""
+    config = node.config
+    if not hasattr(config, "_gke_tpu_llm_plan_dir"):
+        config._gke_tpu_llm_plan_dir = tempfile.mkdtemp(prefix="gke-tpu-llm-plans-")
+    node.workerinput[_PLAN_DIR_KEY] = config._gke_tpu_llm_plan_dir
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    plan_dir = getattr(config, "_gke_tpu_llm_plan_dir", None)
+    if plan_dir is not None:
+        shutil.rmtree(plan_dir, ignore_errors=True)

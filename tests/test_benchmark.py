@@ -18,7 +18,8 @@ import yaml
 from components.catalog.images import image
 from components.config import stack_files as stacks
 from components.config.errors import ConfigError
-from components.policy.checks import Resource, violations
+from components.policy.checks import violations
+from components.policy.resource_props import Resource
 from components.render import benchmark as render
 from components.render import netpol
 from components.tools import report
@@ -27,6 +28,7 @@ from components.tools.validate import validate_all
 from components.workloads.kind import benchmark_rules
 from components.workloads.registry import BY_KIND
 from components.workloads.serving_benchmark import BUCKET_ROLE, ServingBenchmark
+from components.workloads.vllm import clients as vllm_clients
 from components.workloads.vllm import render as vllm_render
 from components.workloads.vllm.component import VllmServer
 from components.workloads.vllm.spec import settings
@@ -215,6 +217,7 @@ def test_job_passes_strict_validation_and_the_policy_pack() -> None:
 @pytest.mark.skipif(
     not CHECKOV.exists() and not os.environ.get("CI"), reason="checkov is installed by `bash .ci/setup` into .venv/scan"
 )
+@pytest.mark.slow
 def test_job_is_checkov_clean(tmp_path: Path) -> None:
     """The stack's whole namespace is scanned (checkov's graph checks need the NetworkPolicies)."""
     result = planned_benchmark("api-key")
@@ -324,7 +327,7 @@ def test_multi_host_server_is_reached_through_its_leader() -> None:
     path = directory / "Pulumi.llama-405b-vllm.yaml"
     path.write_text(yaml.safe_dump(doc))
     plan = stacks.config_of(stacks.read_stack_file(path, "llama-405b-vllm"))
-    client = vllm_render.benchmark_client(plan, namespace="llm", service_account="vllm")
+    client = vllm_clients.benchmark_client(plan, namespace="llm", service_account="vllm")
     scenario = plan.config.workload.serving
     assert scenario is not None
     job = render.render_job(plan, scenario, client, namespace="llm", bucket_name="b")

@@ -18,6 +18,7 @@ from components.config.errors import ConfigError
 from components.config.resolve import resolve
 from components.config.stack import StackConfig
 from components.tools import mockengine, report
+from tests import tpu_test_catalog
 from tests.conftest import STACKS, make_config, planned
 
 # What the planner must reproduce from the model and settings alone (topology removed), per seed.
@@ -195,9 +196,9 @@ IRONWOOD_TEST_PRICE = 6.0
 
 
 def ironwood_variant(monkeypatch: pytest.MonkeyPatch, *, priced: bool) -> None:
-    """The catalog with tpu7x documented in us-central1-b too (where v6e is the only generation),
+    """The test catalog with tpu7x documented in us-central1-b too (where v6e is the only generation),
     priced or not, so one zone offers both and only the price decides."""
-    real = tpu_catalog.GENERATIONS
+    real = tpu_test_catalog.build()
     prices = {"us-central1": tpu_catalog.ChipPrice(IRONWOOD_TEST_PRICE, source="test", as_of="test")} if priced else {}
     iron = dataclasses.replace(
         real["tpu7x"], zones=("us-central1-b", *real["tpu7x"].zones), prices=MappingProxyType(prices or {"us-central1": None})
@@ -211,7 +212,8 @@ IRONWOOD_GKE = "1.34.0-gke.2201000"
 
 def unpinned(zone: str, **workload: Any) -> StackConfig:
     """The 405B int8 JetStream base (or ``workload``) with generation and topology unset in ``zone``,
-    on a GKE version every generation accepts."""
+    on a GKE version every generation accepts. What the zone offers is the catalog's: tests that assert
+    it install the test catalog (``tpu_test_catalog.install``)."""
     region: dict[str, Any] = {"gcp:region": tpu_catalog.zone_region(zone)}
     return make_config(
         **region,
@@ -260,7 +262,8 @@ def test_capacity_405b_picks_tpu7x_where_documented_and_priced_else_v6e(
     assert prices.index(None) == len([p for p in prices if p is not None])
 
 
-def test_capacity_region_without_tpu7x_falls_back_to_its_own_generations() -> None:
+def test_capacity_region_without_tpu7x_falls_back_to_its_own_generations(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
     # us-east5 has no tpu7x; us-east5-a documents v5e, v5p and v6e: the int8 405B is cheapest on a v5p
     # 2x2x2 (8 chips x 95 GB), and v5e (16 GB a chip) fits only its largest slices.
     chosen = resolve(unpinned("us-east5-a"))
@@ -273,7 +276,8 @@ def test_capacity_region_without_tpu7x_falls_back_to_its_own_generations() -> No
     assert resolve(unpinned("us-east5-b")).slice.key == "v6e-4x4"
 
 
-def test_capacity_tpu7x_only_zone_picks_an_unpriced_tpu7x_slice() -> None:
+def test_capacity_tpu7x_only_zone_picks_an_unpriced_tpu7x_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
     # us-central1-c has tpu7x alone (unpriced in the catalog): unpriced slices stay eligible.
     chosen = resolve(unpinned("us-central1-c"))
     assert chosen.slice.key == "tpu7x-2x2x1"
@@ -281,7 +285,8 @@ def test_capacity_tpu7x_only_zone_picks_an_unpriced_tpu7x_slice() -> None:
     assert {a["generation"] for a in chosen.alternatives()} == {"tpu7x"}
 
 
-def test_capacity_slices_the_config_refuses_are_reported_once_per_reason() -> None:
+def test_capacity_slices_the_config_refuses_are_reported_once_per_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
     # Without cluster.version, the tpu7x floor rule refuses every tpu7x slice: in a zone with other
     # generations they are reported as rejected, in a tpu7x-only zone nothing is left.
     region: dict[str, Any] = {"gcp:region": "us-central1"}
@@ -294,11 +299,12 @@ def test_capacity_slices_the_config_refuses_are_reported_once_per_reason() -> No
     assert str(violation).count("cluster.version must be set") == 1
 
 
-def test_capacity_alternatives_only_where_the_planner_chose() -> None:
+def test_capacity_alternatives_only_where_the_planner_chose(monkeypatch: pytest.MonkeyPatch) -> None:
     pinned = planned("llama-405b").stack_plan
     assert "alternatives" not in pinned.to_dict()
     assert "rejected" not in pinned.to_dict()
     assert pinned.alternatives() == []
+    tpu_test_catalog.install(monkeypatch)
     chosen = resolve(unpinned("us-east5-b")).to_dict()
     assert chosen["selected_by_planner"] is True
     assert chosen["alternatives"][0]["slice"] == "v6e-4x4"
@@ -308,7 +314,8 @@ def test_capacity_alternatives_only_where_the_planner_chose() -> None:
     assert "v5e-8x8" in [a["slice"] for a in chosen["alternatives"]]
 
 
-def test_capacity_no_generation_of_the_zone_fits_blames_the_zone() -> None:
+def test_capacity_no_generation_of_the_zone_fits_blames_the_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
     from components.config.resolve import blamed
 
     config = unpinned("us-east5-b")
@@ -321,8 +328,8 @@ def test_capacity_no_generation_of_the_zone_fits_blames_the_zone() -> None:
     assert violation.key == "gke-tpu-llm:workload.perDeviceBatchSize"
 
 
-def test_capacity_plan_prints_the_alternatives_for_a_chosen_slice_only(tmp_path: Path) -> None:
-    from components.tools.cli import print_capacity
+def test_capacity_plan_prints_the_alternatives_for_a_chosen_slice_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from components.tools.plan_view import print_capacity
 
     class Capture:
         def __init__(self) -> None:
@@ -336,8 +343,9 @@ def test_capacity_plan_prints_the_alternatives_for_a_chosen_slice_only(tmp_path:
             self.lines.append(console.export_text())
 
     chosen, pinned = Capture(), Capture()
-    print_capacity(chosen, resolve(unpinned("us-east5-a")).to_dict())
     print_capacity(pinned, planned("llama-405b").stack_plan.to_dict())
+    tpu_test_catalog.install(monkeypatch)
+    print_capacity(chosen, resolve(unpinned("us-east5-a")).to_dict())
     text = "".join(chosen.lines)
     assert "Slices the planner weighed" in text
     assert "chosen" in text
@@ -381,7 +389,8 @@ def test_capacity_405b_fp8_picks_tpu7x_where_documented_and_priced_else_v6e(monk
     assert not any("fileCacheGi" in r for r in default_cache.ranking.rejected)
 
 
-def test_capacity_405b_fp8_in_a_region_without_tpu7x_falls_back() -> None:
+def test_capacity_405b_fp8_in_a_region_without_tpu7x_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
     stack_file = ironwood_stack_without_generation("us-east5-b", gcsFuse={"fileCacheGi": 300})
     stack_file.values["gcp:region"] = "us-east5"
     chosen = stacks.config_of(stack_file)
@@ -391,7 +400,8 @@ def test_capacity_405b_fp8_in_a_region_without_tpu7x_falls_back() -> None:
     assert any("v5e has none" in r for r in chosen.ranking.rejected)
 
 
-def test_capacity_machine_type_without_generation_limits_the_choice_to_its_generation() -> None:
+def test_capacity_machine_type_without_generation_limits_the_choice_to_its_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
     # us-east5-a has v5e, v5p and v6e; a pinned ct6e machine type leaves only v6e slices built from it.
     config = make_config(
         tpu={"generation": None, "topology": None, "zone": "us-east5-a", "machineType": "ct6e-standard-4t"},

@@ -15,8 +15,8 @@ from components.config import naming
 from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.config.gke_rules import COMPUTE_CLASS_MIN_GKE_VERSION, compute_class_version_rules
-from components.config.platform import CapacityTierSpec
 from components.config.stack import StackConfig
+from components.config.tpu_spec import CapacityTierSpec
 from components.crds.releases import group_size
 from components.platform.addons.capacity_scheduling import needed
 from components.render import tiers as capacity
@@ -25,7 +25,7 @@ from components.tools import report
 from components.tools.manifests import MANIFESTS_DIR
 from components.tools.validate import validate_all, validate_object
 from components.workloads.registry import KINDS
-from tests.conftest import BUILD_DIGEST, STACKS, make_config, planned_built
+from tests.conftest import BUILD_DIGEST, STACKS, make_config, planned_built, planned_file
 
 DATA = Path(__file__).parent / "data" / "kueue"
 LADDER = ({"type": "reservation", "reservation": "my-res"}, {"type": "spot"}, {"type": "onDemand"})
@@ -277,7 +277,7 @@ def plan_with(tmp_path: Path, source: str, name: str, tiers: str, zone: str) -> 
     text = stacks.stack_path(source).read_text().replace("    zone: us-east5-b\n", f"    zone: {zone}\n{tiers}", 1)
     path = tmp_path / f"Pulumi.{name}.yaml"
     path.write_text(text)
-    return report.plan(stacks.read_stack_file(path, name))
+    return planned_file(stacks.read_stack_file(path, name))
 
 
 @pytest.mark.slow

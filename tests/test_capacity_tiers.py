@@ -21,10 +21,11 @@ from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.platform.args import ArgsError
 from components.platform.tpu_pool import TpuSlicePoolArgs
+from components.tools import plan_resources, report, steps
 from components.tools import replacement as rp
-from components.tools import report, steps
+from components.tools.cli import main
 from components.tools.review import compare_stack, render_comment
-from tests.conftest import make_config, planned, run_cli_process
+from tests.conftest import make_config, planned, planned_file, run_cli_process
 
 NODE_POOL = steps.NODE_POOL
 FALLBACK = "llama-70b-fallback"  # reservation -> flexStart -> spot -> onDemand, v6e 2x4 single-host
@@ -60,7 +61,7 @@ def _variant(stack: str, tpu_yaml: str) -> dict[str, Any]:
             tpu[key] = value
     path = Path(tempfile.mkdtemp()) / f"Pulumi.{stack}.yaml"
     path.write_text(yaml.safe_dump(doc))
-    return report.plan_json(report.plan(stacks.read_stack_file(path, stack)))
+    return report.plan_json(planned_file(stacks.read_stack_file(path, stack)))
 
 
 def variant(stack: str, **tpu: Any) -> dict[str, Any]:
@@ -389,18 +390,18 @@ def test_a_tier_without_a_known_price_is_none_and_so_is_the_maximum() -> None:
     assert tiers["usd_per_hour_if_every_tier_fills"] is None
 
 
-def test_plan_text_shows_each_tier_and_the_maximum() -> None:
-    done = run_cli_process("plan", FALLBACK)
-    assert done.returncode == 0, done.stderr
-    rows = {tuple(cell.strip() for cell in line.split("│")[1:-1]) for line in done.stdout.splitlines() if "│" in line}
+def test_plan_text_shows_each_tier_and_the_maximum(capsys: pytest.CaptureFixture[str], shared_engine: None) -> None:
+    assert main(["plan", FALLBACK]) == 0
+    out = capsys.readouterr().out
+    rows = {tuple(cell.strip() for cell in line.split("│")[1:-1]) for line in out.splitlines() if "│" in line}
     assert ("0", "reservation", "tpu-slice-0", "8", "$21.60/h", "[1]") in rows
     assert ("1", "flexStart", "tpu-slice-0-flex", "0-8", "$10.80/h", "[2]") in rows
     assert ("3", "onDemand", "tpu-slice-0-ondemand", "0-8", "$21.60/h", "[3]") in rows  # same source as spot: listed once
-    assert "Maximum if every tier fills (32 chips): $63.72/h" in done.stdout
+    assert "Maximum if every tier fills (32 chips): $63.72/h" in out
 
 
 def test_rollout_prices_pools_at_their_capacity_rate() -> None:
-    by_name = {p.inputs["name"]: p for p in steps.from_plan(plan_of(FALLBACK)) if p.type == NODE_POOL}
+    by_name = {p.inputs["name"]: p for p in plan_resources.from_plan(plan_of(FALLBACK)) if p.type == NODE_POOL}
     assert steps.pool_capacity(by_name["tpu-slice-0-flex"]) == "flexStart"
     assert steps.pool_quota(by_name["tpu-slice-0-flex"]) == "v6e preemptible"
     assert steps.pool_quota(by_name["tpu-slice-0"]) == "v6e reserved"
@@ -439,7 +440,7 @@ def test_labels_taints_autoscaling_and_management_update_in_place() -> None:
 def test_the_long_form_of_a_stacks_one_tier_changes_nothing(stack: str, tpu: dict[str, Any]) -> None:
     base, head = plan_of(stack), variant(stack, **tpu)
     assert tpu_pools(base) == tpu_pools(head)
-    assert steps.predict(steps.from_plan(base), steps.from_plan(head)).steps == []
+    assert steps.predict(plan_resources.from_plan(base), plan_resources.from_plan(head)).steps == []
 
 
 def test_spot_shorthand_and_spot_tier_are_the_same_pool() -> None:

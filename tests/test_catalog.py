@@ -25,6 +25,7 @@ def test_catalog_entry_invariants(s: tpu.TpuSlice) -> None:
     assert s.machine_type in s.generation.machine_types
     assert s.generation.chips_per_host_of(s.machine_type) == s.chips_per_host
     assert s.chips_per_host in s.generation.host_vcpus
+    assert s.chips_per_host in s.generation.host_memory_gb
     assert s.node_selector == {
         tpu.ACCELERATOR_LABEL: s.generation.gke_accelerator,
         tpu.TOPOLOGY_LABEL: s.topology,
@@ -119,12 +120,23 @@ def test_catalog_facts_from_reference() -> None:
     assert v6e.prices["us-east5"].on_demand == pytest.approx(2.70)  # type: ignore[union-attr]
     assert v5e.prices["us-west4"].on_demand == pytest.approx(1.20)  # type: ignore[union-attr]
     assert find_slice("v6e", "4x4", "ct6e-standard-4t").pathways_instance_type == "tpuv6e:4x4"  # type: ignore[union-attr]
+    # Bidirectional ICI per chip (Cloud TPU v5e/v6e/v5p/tpu7x pages) and host RAM per VM (Compute Engine
+    # 'TPU machines'; the v5e page's VM types); tpu7x's 960 GiB is kept as 1030 GB.
+    ici = {"v5e": 400, "v5p": 1200, "v6e": 800, "tpu7x": 1200}
+    assert {g: GENERATIONS[g].ici_bandwidth_per_chip // 10**9 for g in ici} == ici
+    host_ram = {
+        "v5e": {1: 48, 4: 192, 8: 384},
+        "v5p": {4: 448},
+        "v6e": {1: 176, 4: 720, 8: 1440},
+        "tpu7x": {4: 960 * 2**30 // 10**9},
+    }
+    assert {g: dict(GENERATIONS[g].host_memory_gb) for g in host_ram} == host_ram
 
 
 def test_catalog_tpu7x_is_placed_by_a_workload_policy() -> None:
     tpu7x = GENERATIONS["tpu7x"]
     assert tpu7x.multi_host_placement == "WORKLOAD_POLICY"
-    assert {g.multi_host_placement for g in GENS if g is not tpu7x} == {"COMPACT"}
+    assert {GENERATIONS[g].multi_host_placement for g in ("v5e", "v5p", "v6e")} == {"COMPACT"}
     assert find_slice("tpu7x", "2x2x2").placement == "WORKLOAD_POLICY"  # type: ignore[union-attr]
     assert find_slice("tpu7x", "2x2x1").placement is None  # type: ignore[union-attr]  # single host: no policy
     assert tpu.WORKLOAD_POLICY_TYPE == "HIGH_THROUGHPUT"
@@ -140,6 +152,8 @@ def test_catalog_chip_facts_are_consistent(gen: tpu.TpuGeneration) -> None:
     assert gen.hbm_bandwidth_per_chip > 0
     assert gen.peak_fp8_flops_per_chip is None or gen.peak_fp8_flops_per_chip >= gen.peak_bf16_flops_per_chip
     tpu.parse_gke_version(gen.min_gke_version)
+    assert gen.ici_bandwidth_per_chip > 0
+    assert set(gen.host_memory_gb) == set(gen.host_vcpus) == {c for _, c in gen.shapes}
     assert set(gen.sources) == set(tpu.SOURCED_FACTS)
     assert all(text.strip() for text in gen.sources.values())
 

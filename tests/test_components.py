@@ -340,11 +340,11 @@ def test_tpu_pool_prod_allowance_lifts_protection_and_marks_the_pool() -> None:
 def test_the_rollout_cost_of_a_pool_is_the_catalog_price_of_its_chips(monkeypatch: pytest.MonkeyPatch) -> None:
     """``steps`` prices a pool with ``TpuSlice.hourly_price`` (the one place prices are multiplied)."""
     from components.catalog import tpu as tpu_catalog
-    from components.tools import steps
+    from components.tools import plan_resources, steps
 
-    def pool(spot: bool) -> steps.Res:
+    def pool(spot: bool) -> plan_resources.Res:
         inputs = {"nodeConfig": {"machineType": "ct6e-standard-4t", "spot": spot}, "nodeCount": 4}
-        return steps.Res("urn:p", steps.NODE_POOL, "p", "", True, inputs)
+        return plan_resources.Res("urn:p", steps.NODE_POOL, "p", "", True, inputs)
 
     v6e = tpu_catalog.find_slice("v6e", "4x4", None)
     assert v6e is not None

@@ -11,6 +11,7 @@ from components.config.environments import Environment
 from components.config.errors import ConfigError
 from components.config.stack import StackConfig
 from components.workloads.vllm.spec import settings as vllm_settings
+from tests import tpu_test_catalog
 from tests.conftest import STACKS, make_config
 
 
@@ -167,11 +168,11 @@ def test_config_missing_required_section() -> None:
 
 
 def test_config_addons_follow_the_workload() -> None:
-    assert make_config().addons == frozenset()
+    assert make_config().addons == {"lws"}  # JetStream: no GKE add-on, its LWS controller
     vllm = make_config(
         tpu={"topology": "2x4", "machineType": "ct6e-standard-8t"}, workload={"kind": "vllm", "model": "llama3.1-70b"}
     )
-    assert vllm.addons == {"gcsFuseCsiDriver"}
+    assert vllm.addons == {"gcsFuseCsiDriver", "metricsAdapter"}  # autoscaling is on by default
     ray = make_config(
         workload={"kind": "maxtext-ray", "model": "llama3-8b"},
         buckets={"checkpoints": {"purpose": "out"}},
@@ -425,7 +426,8 @@ def test_config_generated_names_are_checked_and_shared_names_detected() -> None:
 # ---- tpu.generation unset: the planner picks across the zone's generations ----
 
 
-def test_config_unset_generation_is_valid_in_a_documented_zone() -> None:
+def test_config_unset_generation_is_valid_in_a_documented_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
     config = make_config(tpu={"generation": None, "topology": None, "zone": "us-east5-a"})
     assert config.tpu.generation is None
     assert config.tpu.zone_generations() == ("v5e", "v5p", "v6e")  # us-east5-a: no tpu7x
@@ -442,7 +444,8 @@ def test_config_topology_without_generation_names_both_keys() -> None:
     assert "set tpu.generation too, or remove tpu.topology" in msg
 
 
-def test_config_unset_generation_needs_a_zone_of_some_generation() -> None:
+def test_config_unset_generation_needs_a_zone_of_some_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
     (msg,) = problems(tpu={"generation": None, "topology": None, "zone": "us-east5-z"})
     assert msg.startswith("gke-tpu-llm:tpu.zone: 'us-east5-z' is not a documented zone of any TPU generation")
     assert "us-central1-c" in msg  # the tpu7x zone is among the allowed ones

@@ -22,7 +22,7 @@ from components.platform.addons.controllers import CRD_ANNOTATIONS, HelmControll
 from components.tools import mockengine, report
 from components.tools.review import compare
 from components.tools.validate import validate_all, validate_object
-from tests.conftest import STACKS, planned, planned_built
+from tests.conftest import STACKS, planned, planned_built, planned_file
 
 CRD_PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -45,7 +45,7 @@ def plan_with_controllers(tmp_path: Path, stack: str, controllers: dict[str, str
     doc["config"]["gke-tpu-llm:controllers"] = controllers
     path = tmp_path / f"Pulumi.{stack}.yaml"
     path.write_text(yaml.safe_dump(doc))
-    return report.plan(stacks.read_stack_file(path))
+    return planned_file(stacks.read_stack_file(path))
 
 
 def of_type(result: report.PlanResult, typ: str) -> list[mockengine.Registration]:
@@ -137,13 +137,11 @@ def test_crd_object_only_adds_the_pulumi_annotations() -> None:
 # --------------------------------------------------------------------------- the table and the stacks
 
 
-def test_workload_kinds_declare_only_known_controllers() -> None:
-    from components.workloads.registry import KINDS
-
-    for info in KINDS:
-        assert set(info.controllers) <= set(CONTROLLERS), info.kind
+def test_every_managed_addon_is_opted_into_by_some_stack() -> None:
+    """A GKE add-on the table names (``ManagedCustomResources.addon``) is one a committed stack's kind
+    asks for with its settings (``WorkloadKindInfo.addons``): no stale entry."""
     managed_addons = {m.addon for m in MANAGED.values() if m.addon is not None}
-    assert managed_addons <= {addon for info in KINDS for addon in info.addons}
+    assert managed_addons <= {addon for stack in STACKS for addon in planned(stack).config.addons}
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -165,11 +163,11 @@ def test_every_rendered_custom_resource_is_declared_and_its_controller_installed
             assert served_by[key] in releases, (key, info.kind)  # installed with the stack
         elif key in needs_addon and needs_addon[key] is not None:
             assert needs_addon[key] in result.config.addons, (key, info.kind)
-    # A stack installs only controllers its workload kind declares (vLLM needs LWS on multi-host slices only),
-    # plus Kueue exactly when it renders queue objects (a queued-provisioning tier:
-    # components/platform/addons/capacity_scheduling.py).
+    # A stack installs exactly the controllers its kind's settings ask for (WorkloadKindInfo.addons: vLLM
+    # needs LWS on multi-host slices only), plus Kueue exactly when it renders queue objects (a
+    # queued-provisioning tier: components/platform/addons/capacity_scheduling.py).
     queues = {"kueue"} & {served_by.get((m["apiVersion"], m["kind"])) for m in result.manifests}
-    assert releases <= set(info.controllers) | queues
+    assert releases == (result.config.addons & set(CONTROLLERS)) | queues, info.kind
     assert ("kueue" in releases) == bool(queues)
 
 

@@ -16,11 +16,11 @@ import pytest
 import yaml
 
 from components.config import stack_files as stacks
-from components.tools import report, steps
+from components.tools import plan_resources, report, steps
 from components.tools.cli import main
 from components.tools.review import compare, compare_stack, render_comment
 from components.tools.teardown import plan_teardown, plan_teardown_of
-from tests.conftest import planned
+from tests.conftest import planned, planned_file
 
 V6E_US_EAST5 = 2.70  # on-demand $/chip-hour in the catalog
 
@@ -44,7 +44,7 @@ def _plan_variant(stack: str, changes_json: str) -> dict[str, Any]:
 
     path = Path(tempfile.mkdtemp()) / f"Pulumi.{stack}.yaml"
     path.write_text(yaml.safe_dump(doc))
-    return report.plan_json(report.plan(stacks.read_stack_file(path, stack)))
+    return report.plan_json(planned_file(stacks.read_stack_file(path, stack)))
 
 
 def variant(stack: str, **changes: Any) -> dict[str, Any]:
@@ -326,7 +326,7 @@ def test_review_against_state_sees_an_input_the_program_starts_setting(changes: 
 # ---------------------------------------------------------------- teardown
 
 
-def test_prod_teardown_is_refused_until_allow_teardown_lands(capsys: Any) -> None:
+def test_prod_teardown_is_refused_until_allow_teardown_lands(capsys: Any, shared_engine: None) -> None:
     plan = plan_teardown_of(base("llama-405b-prod"))
     assert plan.blockers
     assert any("Cluster" in b for b in plan.blockers)
@@ -357,7 +357,7 @@ def test_prod_teardown_destroys_everything_but_the_buckets(tmp_path: Path, capsy
     out = capsys.readouterr().out
     assert "destroyed (0)" in out
     assert "Bucket your-prod-project-id-llama-405b-prod-checkpoints" in out
-    assert plan_teardown(steps.from_state(after)).retained
+    assert plan_teardown(plan_resources.from_state(after)).retained
 
 
 @pytest.mark.parametrize(
@@ -400,7 +400,7 @@ def test_teardown_state_cli_rejects_files_that_are_not_state(tmp_path: Path, cap
 
 
 @pytest.mark.slow
-def test_teardown_all_reports_every_stack_before_refusing(capsys: Any) -> None:
+def test_teardown_all_reports_every_stack_before_refusing(capsys: Any, shared_engine: None) -> None:
     assert main(["teardown", "--all"]) == 2
     out = capsys.readouterr().out
     assert out.count("teardown of ") == len(stacks.list_stacks())

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from components.tools import report
-from components.tools.cli import print_plan
 from components.tools.endpoints import covers_everyone, endpoints, warnings
+from components.tools.plan_view import print_plan
 from components.tools.review import render_comment
 from tests.conftest import STACKS, planned, planned_built
 

@@ -337,7 +337,8 @@ def registry() -> Iterator[FakeRegistry]:
     fake = FakeRegistry(manifests={})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
     fake.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever's next poll (every 0.5 s by default).
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield fake
     server.shutdown()

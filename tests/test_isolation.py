@@ -149,7 +149,7 @@ def test_one_autoscaled_vllm_stack_per_project(stacks_dir: Path, capsys: pytest.
     assert "one autoscaled vLLM stack per project" in err
 
 
-def test_plan_all_reports_every_clashing_stack(stacks_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_all_reports_every_clashing_stack(stacks_dir: Path, capsys: pytest.CaptureFixture[str], shared_engine: None) -> None:
     data = _stack_file("llama3-8b-train")
     data["config"]["gke-tpu-llm:cluster"] = {"name": "llama-70b"}
     _write(stacks_dir, "llama3-8b-train", data)

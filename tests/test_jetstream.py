@@ -20,9 +20,10 @@ from components.program.build import build_platform
 from components.tools import mockengine, report
 from components.tools.validate import validate_all
 from components.workloads.jetstream import render
+from components.workloads.jetstream.checkpoint import CONVERTER_WRAPPER
 from components.workloads.jetstream.component import CheckpointConversion, JetstreamServer, deploy
 from components.workloads.jetstream.spec import DISAGGREGATED_SERVER_CHIPS, settings
-from tests.conftest import make_config, planned
+from tests.conftest import make_config, planned, planned_file
 
 SEED_405B_SERVER_ARGS = [
     "MaxText/configs/v5e/inference/llama3_405b_v5e-64.yml",
@@ -324,7 +325,7 @@ def test_render_conversion_job_follows_the_converter(
     (container,) = pod["containers"]
     assert container["image"] == pinned("us-docker.pkg.dev/cloud-tpu-images/inference/inference-checkpoint", "v0.2.5")
     # The upstream args but --meta_url: the entrypoint reads $META_URL, so the URL is in no argv.
-    assert container["command"] == ["/bin/bash", "-c", render.CONVERTER_WRAPPER, "/usr/bin/checkpoint_converter.sh"]
+    assert container["command"] == ["/bin/bash", "-c", CONVERTER_WRAPPER, "/usr/bin/checkpoint_converter.sh"]
     assert container["args"] == [
         "--bucket_name=ckpt-bucket",
         "--inference_server=jetstream-maxtext",
@@ -495,7 +496,7 @@ def test_stack_405b_topology_change_is_consistent_or_a_clear_error() -> None:
         values = {**stack_file.values, "gke-tpu-llm:tpu": {**stack_file.values["gke-tpu-llm:tpu"], **tpu}}
         return replace(stack_file, values=values)
 
-    result = report.plan(with_tpu(topology="4x8"))
+    result = planned_file(with_tpu(topology="4x8"))
     (pool,) = [
         r.inputs for r in result.resources if r.type == "gcp:container/nodePool:NodePool" and r.inputs["name"].startswith("tpu-")
     ]

@@ -22,7 +22,7 @@ from components.render.core import API_TOKEN, render_service_account
 from components.tools import report, steps
 from components.tools.review import compare_stack
 from components.tools.scan import SCOPED_SKIPS, SKIPS, scanned_objects, scoped_reason
-from components.workloads.jetstream import render as jetstream_render
+from components.workloads.jetstream import checkpoint as jetstream_checkpoint
 from tests.conftest import STACKS, make_config, planned, planned_built
 
 NODE_ROLE = "roles/container.defaultNodeServiceAccount"
@@ -197,7 +197,7 @@ def test_the_converter_wrapper_keeps_the_url_out_of_argv_and_logs(tmp_path: Path
         "exit 3\n"
     )
     entry.chmod(0o755)
-    job = jetstream_render.render_conversion_job(
+    job = jetstream_checkpoint.render_conversion_job(
         planned("llama-405b").stack_plan, namespace="ns", service_account="ksa", checkpoint_bucket="b", node_pool="p"
     )
     (container,) = job["spec"]["template"]["spec"]["containers"]

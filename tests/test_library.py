@@ -28,8 +28,9 @@ from components import (
 )
 from components.catalog import tpu as tpu_catalog
 from components.config import naming
-from components.config.platform import BucketSpec, ClusterSpec, IdentitySpec, TpuSpec
+from components.config.platform import BucketSpec, ClusterSpec, IdentitySpec
 from components.config.stack_files import SECRET_PLACEHOLDER
+from components.config.tpu_spec import TpuSpec
 from components.platform.args import DEFAULT_POLICY, field_types
 from components.platform.identity import NODE_ROLE, NodeServiceAccount, NodeServiceAccountArgs
 from components.platform.tpu_pool import Autoscaling
@@ -47,7 +48,13 @@ def run(program: Any, stack: str = "demo") -> tuple[list[mockengine.Registration
 
 @functools.cache
 def example() -> tuple[list[mockengine.Registration], dict[str, Any]]:
-    return run(lambda: runpy.run_path(str(EXAMPLE), run_name="__main__"))
+    # The example imports the installed name, gke_tpu_llm; in this repository that package is
+    # `components` (tests/test_install.py runs the example against the installed wheel).
+    sys.modules["gke_tpu_llm"] = components
+    try:
+        return run(lambda: runpy.run_path(str(EXAMPLE), run_name="__main__"))
+    finally:
+        del sys.modules["gke_tpu_llm"]
 
 
 def of_type(records: list[mockengine.Registration], typ: str) -> list[mockengine.Registration]:
@@ -426,13 +433,13 @@ def test_the_stack_file_and_the_args_report_a_shared_rule_alike() -> None:
 
 
 def test_bucket_roles_and_metadata_modes_are_one_type_each() -> None:
-    from components.config import base, platform
+    from components.config import base, tpu_spec
     from components.platform import identity, tpu_pool
 
     assert base.STORAGE_ROLES == typing.get_args(base.BucketRole)
     assert IdentitySpec.model_fields["bucket_roles"].annotation == dict[str, base.BucketRole]
     assert vars(identity)["BucketRole"] is base.BucketRole
-    assert vars(identity)["WorkloadMetadata"] is vars(tpu_pool)["WorkloadMetadata"] is platform.WorkloadMetadata
+    assert vars(identity)["WorkloadMetadata"] is vars(tpu_pool)["WorkloadMetadata"] is tpu_spec.WorkloadMetadata
     # typing caches equal Literals, so identity alone cannot tell one alias from two copies: count them.
     sources = [path.read_text() for path in (ROOT / "components").rglob("*.py")]
     for literal in ('Literal["GKE_METADATA", "GCE_METADATA"]', '"roles/storage.objectViewer", "roles/storage.objectUser"'):

@@ -108,7 +108,7 @@ def _estimate(
 ) -> perf.ServingEstimate:
     p = _plan(model, slice_key)
     scenario = perf.Scenario(input_tokens, output_tokens, concurrency)
-    return perf.estimate(MODELS[model], p, scenario, server=server, region="us-east5")
+    return perf.estimate(MODELS[model], p, scenario, server=server, region="us-east5", perf_key="vllm")
 
 
 def _stack_config(stack: str) -> Any:
@@ -234,7 +234,9 @@ def test_cost_per_replica_is_the_published_price_of_every_slice_it_occupies() ->
 def test_a_scenario_longer_than_the_cache_holds_no_sequence() -> None:
     p = _plan("llama3-8b", "v6e-1x1", 131072)
     with pytest.raises(planner.PlanError, match="holds no sequence"):
-        perf.estimate(MODELS["llama3-8b"], p, perf.Scenario(65536, 65536, 1), server=UNBOUNDED, region="us-east5")
+        perf.estimate(
+            MODELS["llama3-8b"], p, perf.Scenario(65536, 65536, 1), server=UNBOUNDED, region="us-east5", perf_key="vllm"
+        )
 
 
 # --- config ----------------------------------------------------------------------------------------
@@ -395,7 +397,9 @@ def test_the_disaggregated_stack_is_one_replica_of_two_slices() -> None:
     assert accepted == sorted(accepted, reverse=True)  # accepted first
     # The decode slice runs no prefill: its step is the interleaved step without the prompt tokens.
     interleaved_server = dataclasses.replace(e.server, disaggregated=False)
-    interleaved = perf.estimate(MODELS["llama2-70b"], e.plan, e.scenario, server=interleaved_server, region="us-east5")
+    interleaved = perf.estimate(
+        MODELS["llama2-70b"], e.plan, e.scenario, server=interleaved_server, region="us-east5", perf_key="maxtext"
+    )
     assert e.step.compute < interleaved.step.compute
     assert e.tpot_ms < interleaved.tpot_ms
 

@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 from components import planner
+from components.catalog import tpu as tpu_catalog
 from components.catalog.models import MODELS, ModelArch
-from components.catalog.tpu import GENERATIONS, TpuSlice, all_slices, find_slice
+from components.catalog.tpu import TpuSlice, all_slices, find_slice
 from components.planner import PlanError, ServingWorkload, TrainingWorkload
+from tests import tpu_test_catalog
 
 GB = 10**9
 ROOT = Path(__file__).resolve().parents[1]
@@ -386,7 +388,8 @@ def test_select_slice_small_model_takes_a_smaller_slice() -> None:
     assert p.price_per_hour == pytest.approx(2.70)
 
 
-def test_select_slice_spot_prices_change_the_ranking() -> None:
+def test_select_slice_spot_prices_change_the_ranking(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
     # us-south1: v5e on-demand $1.416 with no spot price; v6e on-demand $2.70, spot $1.35.
     workload = ServingWorkload("maxtext", 2048, per_device_batch_size=1, weight_dtype="int8", kv_dtype="int8")
     arch = MODELS["llama3-8b"]
@@ -414,13 +417,14 @@ def test_select_slice_unpriced_slices_rank_last_but_stay_eligible() -> None:
     assert planner.plan(MODELS["llama3-8b"], slice_of("v6e", "1x1"), SEED_VLLM_70B).fits
 
 
-def test_select_slice_across_generations_considers_those_documented_in_the_region() -> None:
+def test_select_slice_across_generations_considers_those_documented_in_the_region(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
     # us-west4 documents v5e only: no v6e alternative there, so the 70B does not fit single-host.
     with pytest.raises(PlanError, match=r"3 considered: v5e-1x1"):
         planner.select_slice(MODELS["llama3.1-70b"], SEED_VLLM_70B, region="us-west4", single_host_only=True)
     # us-central1 documents every generation; tpu7x is unpriced there, so a priced slice wins.
     p = planner.select_slice(MODELS["llama3.1-70b"], SEED_VLLM_70B, region="us-central1", single_host_only=True)
-    assert p.slice.generation.name in {g for g, gen in GENERATIONS.items() if "us-central1" in gen.regions()}
+    assert p.slice.generation.name in {g for g, gen in tpu_catalog.GENERATIONS.items() if "us-central1" in gen.regions()}
     assert p.price_per_hour is not None
 
 
@@ -664,8 +668,9 @@ def test_fp8_is_refused_outside_vllm(engine: planner.Engine) -> None:
     assert info.value.field == "engine"
 
 
-def test_fp8_needs_a_generation_with_an_fp8_path() -> None:
-    assert GENERATIONS["v5e"].peak_fp8_flops_per_chip is None
+def test_fp8_needs_a_generation_with_an_fp8_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog = tpu_test_catalog.install(monkeypatch)
+    assert catalog["v5e"].peak_fp8_flops_per_chip is None
     v5e = slice_of("v5e", "2x4", "ct5lp-hightpu-8t")
     with pytest.raises(PlanError, match=r"weight_dtype fp8 needs a TPU generation with an fp8 path; v5e") as info:
         planner.plan(MODELS["llama3-8b"], v5e, ServingWorkload("vllm", 1024, weight_dtype="fp8"))
@@ -682,20 +687,24 @@ INT8_405B = ServingWorkload("vllm", max_target_length=4096, weight_dtype="int8",
 
 
 def priced_tpu7x_catalog(region: str, on_demand: float) -> list[TpuSlice]:
-    """Every catalog slice, tpu7x with a made-up price in ``region`` (the catalog records it as unknown)."""
+    """Every slice of the installed catalog, tpu7x with a made-up price in ``region`` (the catalog records it
+    as unknown)."""
     import dataclasses
     from types import MappingProxyType
 
     from components.catalog.tpu import ChipPrice
 
-    iron = dataclasses.replace(GENERATIONS["tpu7x"], prices=MappingProxyType({region: ChipPrice(on_demand, source="test")}))
+    iron = dataclasses.replace(
+        tpu_catalog.GENERATIONS["tpu7x"], prices=MappingProxyType({region: ChipPrice(on_demand, source="test")})
+    )
     return [dataclasses.replace(s, generation=iron) if s.generation.name == "tpu7x" else s for s in all_slices()]
 
 
-def test_select_405b_picks_tpu7x_where_documented_and_priced() -> None:
+def test_select_405b_picks_tpu7x_where_documented_and_priced(monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog = tpu_test_catalog.install(monkeypatch)
     arch = MODELS["llama3.1-405b"]
     ranking = planner.rank_slices(
-        arch, INT8_405B, priced_tpu7x_catalog("us-central1", 6.0), region="us-central1", generations=GENERATIONS
+        arch, INT8_405B, priced_tpu7x_catalog("us-central1", 6.0), region="us-central1", generations=catalog
     )
     chosen = ranking.chosen
     assert (chosen.slice.key, chosen.slice.hosts, chosen.price_per_hour) == ("tpu7x-2x2x1", 1, 24.0)
@@ -710,20 +719,19 @@ def test_select_405b_picks_tpu7x_where_documented_and_priced() -> None:
     assert {"v5e-4x8", "v5p-2x2x1", "v6e-2x4-4t"} <= rejected
     assert not any(k.startswith("tpu7x") for k in rejected)
     assert (
-        planner.select_slice(
-            arch, INT8_405B, priced_tpu7x_catalog("us-central1", 6.0), region="us-central1", generations=GENERATIONS
-        )
+        planner.select_slice(arch, INT8_405B, priced_tpu7x_catalog("us-central1", 6.0), region="us-central1", generations=catalog)
         == chosen
     )
     # A price above v5p's and v6e's (per slice) loses to them: the price decides, not the generation.
     dear = planner.select_slice(
-        arch, INT8_405B, priced_tpu7x_catalog("us-central1", 20.0), region="us-central1", generations=GENERATIONS
+        arch, INT8_405B, priced_tpu7x_catalog("us-central1", 20.0), region="us-central1", generations=catalog
     )
     assert dear.slice.generation.name != "tpu7x"
 
 
-def test_select_405b_ranks_unpriced_tpu7x_after_every_priced_slice() -> None:
-    # The real catalog: tpu7x documented in us-central1, its price unknown.
+def test_select_405b_ranks_unpriced_tpu7x_after_every_priced_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
+    # The test catalog: tpu7x documented in us-central1, its price unknown (as in the real one).
     ranking = planner.rank_slices(MODELS["llama3.1-405b"], INT8_405B, region="us-central1")
     generations = [p.slice.generation.name for p in ranking.fits]
     assert ranking.chosen.slice.generation.name != "tpu7x"
@@ -735,7 +743,8 @@ def test_select_405b_ranks_unpriced_tpu7x_after_every_priced_slice() -> None:
     assert v6e_only.slice.key == "v6e-4x4"
 
 
-def test_select_region_without_tpu7x_falls_back() -> None:
+def test_select_region_without_tpu7x_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)
     # us-east5 documents v5e, v5p and v6e; tpu7x (us-central1-c only) is no candidate there.
     ranking = planner.rank_slices(MODELS["llama3.1-405b"], INT8_405B, region="us-east5")
     considered = {p.slice.generation.name for p in ranking.fits} | {r.split("-")[0] for r in ranking.rejected}
@@ -752,12 +761,11 @@ def test_rank_slices_raises_with_every_rejection_when_nothing_fits() -> None:
         planner.rank_slices(MODELS["llama3.1-405b"], INT8_405B, region="us-east5", generations=("v5e",), single_host_only=True)
 
 
-def test_select_405b_fp8_picks_one_tpu7x_host_where_priced_else_another_generation() -> None:
+def test_select_405b_fp8_picks_one_tpu7x_host_where_priced_else_another_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog = tpu_test_catalog.install(monkeypatch)
     fp8 = ServingWorkload("vllm", max_target_length=4096, weight_dtype="fp8", kv_dtype="fp8")
     arch = MODELS["llama3.1-405b"]
-    priced = planner.rank_slices(
-        arch, fp8, priced_tpu7x_catalog("us-central1", 6.0), region="us-central1", generations=GENERATIONS
-    )
+    priced = planner.rank_slices(arch, fp8, priced_tpu7x_catalog("us-central1", 6.0), region="us-central1", generations=catalog)
     assert (priced.chosen.slice.key, priced.chosen.slice.hosts) == ("tpu7x-2x2x1", 1)
     assert {p.slice.key: p.slice.hosts for p in priced.fits}["v6e-4x4"] == 4
     unpriced = planner.select_slice(arch, fp8, region="us-central1")

@@ -11,7 +11,8 @@ import pytest
 
 from components.catalog.pinning import image_problem
 from components.config import stack_files as stacks
-from components.policy.checks import RULES, STACK_RULES, Resource, stack_environment, stack_violations, violations
+from components.policy.checks import RULES, STACK_RULES, stack_violations, violations
+from components.policy.resource_props import Resource, stack_environment
 from tests.conftest import STACKS, planned, planned_built
 
 RULE_NAMES = {rule.name for rule in RULES}
@@ -499,7 +500,7 @@ def test_policy_every_image_default_is_a_version_tag() -> None:
 
 
 def test_policy_allowance_label_is_the_one_the_program_sets() -> None:
-    # rules.py stays import-free for the policy pack's own virtualenv, so the label is compared here.
+    # checks.py stays import-free for the policy pack's own virtualenv, so the label is compared here.
     from components.config import environments
     from components.policy import checks as rules
 
@@ -509,10 +510,11 @@ def test_policy_allowance_label_is_the_one_the_program_sets() -> None:
 def test_policy_prod_markers_are_the_ones_the_program_sets() -> None:
     from components.config.stack import StackConfig
     from components.policy import checks as rules
+    from components.policy import resource_props
     from tests.conftest import make_config
 
-    assert rules.ENVIRONMENT_CONFIG_KEY == "gke-tpu-llm:" + "environment"
-    assert rules.DEFAULT_ENVIRONMENT == StackConfig.model_fields["environment"].default.value
+    assert resource_props.ENVIRONMENT_CONFIG_KEY == "gke-tpu-llm:" + "environment"
+    assert resource_props.DEFAULT_ENVIRONMENT == StackConfig.model_fields["environment"].default.value
     prod = make_config("s", environment="prod")
     assert set(prod.labels) == set(rules.REQUIRED_LABELS)
     assert all(prod.labels[key] == value for key, value in rules.REQUIRED_LABELS.items() if value is not None)
@@ -521,9 +523,9 @@ def test_policy_prod_markers_are_the_ones_the_program_sets() -> None:
 def test_policy_project_roles_are_the_ones_the_components_grant() -> None:
     """The allow-list is exactly what the project grants on a project: every stack's project grants
     are on it, and every role on it is granted by some stack (no stale entry)."""
+    from components.platform.addons.metrics_adapter import MONITORING_VIEWER
     from components.platform.identity import NODE_ROLE
     from components.policy.checks import PROJECT_ROLES
-    from components.workloads.vllm.component import MONITORING_VIEWER
 
     assert PROJECT_ROLES == {NODE_ROLE, MONITORING_VIEWER}
     granted = {
@@ -559,11 +561,11 @@ def test_policy_stack_environment_is_read_from_the_stack_configuration() -> None
 
 
 def test_policy_load_balancer_markers_are_the_ones_the_workloads_set() -> None:
-    from components.policy import checks as rules
+    from components.policy import exposure_checks
     from components.tools import endpoints
 
-    assert rules.AUTH_ANNOTATION == endpoints.AUTH_ANNOTATION
-    assert rules.INTERNAL_LB_ANNOTATION == endpoints.INTERNAL_LB_ANNOTATION
+    assert exposure_checks.AUTH_ANNOTATION == endpoints.AUTH_ANNOTATION
+    assert exposure_checks.INTERNAL_LB_ANNOTATION == endpoints.INTERNAL_LB_ANNOTATION
 
 
 # --- The rules on what the policy SDK really passes ------------------------------------------------

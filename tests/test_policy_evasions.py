@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from components.config import stack_files as stacks
-from components.policy.checks import PRIVILEGED_TPU_ANNOTATION, PRIVILEGED_TPU_REASON, Resource, stack_violations, violations
+from components.policy.checks import PRIVILEGED_TPU_ANNOTATION, PRIVILEGED_TPU_REASON, stack_violations, violations
+from components.policy.resource_props import Resource
 from components.tools import report
 from tests.test_policy import PROD_LABELS, _through_sdk
 

@@ -47,7 +47,7 @@ PACKAGE = "components"
 
 PURE: dict[str, tuple[str, ...]] = {
     "workload specs": ("components/workloads/*/spec.py",),
-    "workload renderers": ("components/workloads/*/render.py",),
+    "workload renderers": ("components/workloads/*/render.py", "components/workloads/vllm/clients.py"),
     "shared renderers": ("components/render/*.py",),
     "config": ("components/config/**/*.py",),
     "catalog": ("components/catalog/**/*.py",),

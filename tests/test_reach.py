@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 
-from components.render import netpol
+from components.render import custom_metrics, netpol
 from components.tools import endpoints, reach, report
-from components.workloads.vllm import render as vllm_render
 from components.workloads.vllm import spec as vllm_spec
 from tests.conftest import STACKS, planned
 from tests.test_benchmark import planned_benchmark
@@ -191,7 +190,7 @@ def test_the_control_planes_adapter_is_the_one_open_port_and_it_authenticates() 
     assert adapter.clients.everyone
     assert adapter.describe() == (
         "ClusterIP Service custom-metrics/custom-metrics-stackdriver-adapter :443 is reachable from inside the cluster, "
-        f"and from the VPC at its pods' addresses by: any source — authenticated by {vllm_render.ADAPTER_AUTH}"
+        f"and from the VPC at its pods' addresses by: any source — authenticated by {custom_metrics.ADAPTER_AUTH}"
     )
 
 

@@ -13,7 +13,7 @@ from components.config import stack_files as stacks
 from components.tools import report
 from components.tools.cli import main
 from components.tools.review import COMMENT_MARKER, compare, render_comment
-from tests.conftest import planned
+from tests.conftest import planned, planned_file
 
 
 def plan_with(tmp_path: Path, stack: str, tpu: dict[str, Any]) -> dict[str, Any]:
@@ -22,7 +22,7 @@ def plan_with(tmp_path: Path, stack: str, tpu: dict[str, Any]) -> dict[str, Any]
     doc["config"]["gke-tpu-llm:tpu"].update(tpu)
     path = tmp_path / f"Pulumi.{stack}.yaml"
     path.write_text(yaml.safe_dump(doc))
-    return report.plan_json(report.plan(stacks.read_stack_file(path)))
+    return report.plan_json(planned_file(stacks.read_stack_file(path)))
 
 
 def test_review_topology_change_shows_pool_replacement_manifest_diff_and_cost_delta(tmp_path: Path) -> None:
@@ -75,13 +75,15 @@ def test_review_cli_builds_the_comment_from_two_files(tmp_path: Path, capsys: An
 def test_children_of_an_aliased_component_move_with_it() -> None:
     """The engine derives each child's aliases from its parent's (Pulumi SDK inherited_child_alias):
     a controller adopted under a new component name keeps its Helm release and CRDs."""
-    from components.tools import steps
+    from components.tools import plan_resources, steps
 
     stack = "urn:pulumi:s::gke-tpu-llm"
     comp, release = "gke-tpu-llm:controllers:HelmController", "kubernetes:helm.sh/v3:Release"
 
-    def res(urn: str, typ: str, name: str, parent: str = "", aliases: tuple[str, ...] = (), custom: bool = True) -> steps.Res:
-        return steps.Res(urn=urn, type=typ, name=name, parent=parent, custom=custom, inputs={"v": 1}, aliases=aliases)
+    def res(
+        urn: str, typ: str, name: str, parent: str = "", aliases: tuple[str, ...] = (), custom: bool = True
+    ) -> plan_resources.Res:
+        return plan_resources.Res(urn=urn, type=typ, name=name, parent=parent, custom=custom, inputs={"v": 1}, aliases=aliases)
 
     old_comp = f"{stack}::{comp}::lws"
     old_release = f"{stack}::{comp}${release}::lws-release"

@@ -1,5 +1,5 @@
 """``python -m components roles STACK``: the deployer's permissions and predefined roles, held to the
-resource types every stack registers (components/tools/roles.py).
+resource types every stack registers (components/tools/roles.py, deployer_rows.py, predefined_roles.py).
 
 The CLI's printed permissions and roles are checked against each row of each registered type, for
 every stack in stacks/; a type without a row, a bad stack name and conflicting flags exit 2; the
@@ -19,7 +19,7 @@ import yaml
 
 from components.config import stack_files as stacks
 from components.crds.releases import CONTROLLERS, CUSTOM_RESOURCES
-from components.tools import report, roles
+from components.tools import deployer_rows, predefined_roles, report, roles
 from components.tools.cli import main
 from tests.conftest import STACKS, planned
 from tests.test_purity import package_modules, violations
@@ -39,9 +39,9 @@ def _cli_json(stack: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_type_a_stack_registers_has_a_row(stack: str) -> None:
-    registered = {r["type"] for r in roles.registered(_resources(stack))}
-    missing = sorted(registered - set(roles.ROWS))
-    assert not missing, f"{stack} registers {missing} with no row in components/tools/roles.py ROWS"
+    registered = {r["type"] for r in deployer_rows.registered(_resources(stack))}
+    missing = sorted(registered - set(deployer_rows.ROWS))
+    assert not missing, f"{stack} registers {missing} with no row in components/tools/deployer_rows.py ROWS"
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -50,11 +50,11 @@ def test_printed_roles_cover_every_row_of_every_registered_type(
 ) -> None:
     printed = _cli_json(stack, monkeypatch, capsys)
     permissions = set(printed["permissions"])
-    granted = {p for role in printed["roles"] for p in roles.ROLES[role["role"]].permissions}
-    resources = roles.registered(_resources(stack))
+    granted = {p for role in printed["roles"] for p in predefined_roles.ROLES[role["role"]].permissions}
+    resources = deployer_rows.registered(_resources(stack))
     assert set(printed["types"]) == {r["type"] for r in resources}
     for resource in resources:
-        needs = roles.permissions_of(resource)
+        needs = deployer_rows.permissions_of(resource)
         assert needs, f"{stack}: {resource['type']} {resource['name']} needs no permission at all"
         not_printed = sorted(set(needs) - permissions)
         assert not not_printed, f"{stack}: {resource['type']} {resource['name']} needs {not_printed}, not printed"
@@ -62,7 +62,7 @@ def test_printed_roles_cover_every_row_of_every_registered_type(
         assert not not_granted, f"{stack}: {resource['type']} {resource['name']} needs {not_granted}, in no printed role"
         assert set(needs) <= set(printed["types"][resource["type"]]), f"{stack}: {resource['type']} lists too little"
     # Nothing printed that no registered resource needs: the list is derived, not a fixed superset.
-    needed = {p for r in resources for p in roles.permissions_of(r)}
+    needed = {p for r in resources for p in deployer_rows.permissions_of(r)}
     assert permissions == needed, f"{stack}: printed but not needed: {sorted(permissions - needed)}"
     covered = {p for role in printed["roles"] for p in role["covers"]}
     assert covered == permissions, f"{stack}: the roles' 'covers' miss {sorted(permissions - covered)}"
@@ -76,7 +76,7 @@ def test_the_cover_is_the_fewest_roles_and_none_is_redundant(stack: str) -> None
         rest = set().union(*(r.permissions for r in result.roles if r is not role))
         assert not needed <= rest, f"{stack}: {role.name} is redundant in {[r.name for r in result.roles]}"
     # No cover with fewer roles exists among the vendored candidates (brute force, independent of cover()).
-    candidates = [r for r in roles.ROLES.values() if r.permissions & needed]
+    candidates = [r for r in predefined_roles.ROLES.values() if r.permissions & needed]
     for size in range(len(result.roles)):
         for combo in itertools.combinations(candidates, size):
             assert not needed <= set().union(*(r.permissions for r in combo)), (
@@ -85,8 +85,8 @@ def test_the_cover_is_the_fewest_roles_and_none_is_redundant(stack: str) -> None
 
 
 def test_cover_prefers_fewer_roles_then_fewer_permissions_and_names_an_orphan() -> None:
-    def role(name: str, total: int, *permissions: str) -> roles.Role:
-        return roles.Role(name, name, total, frozenset(permissions))
+    def role(name: str, total: int, *permissions: str) -> predefined_roles.Role:
+        return predefined_roles.Role(name, name, total, frozenset(permissions))
 
     candidates = {
         r.name: r
@@ -99,16 +99,16 @@ def test_cover_prefers_fewer_roles_then_fewer_permissions_and_names_an_orphan() 
     assert [r.name for r in roles.cover({"x.y.get", "x.y.create"}, candidates)] == ["wide"]  # one role beats two
     narrow = {**candidates, "narrow": role("narrow", 9, "x.y.get", "x.y.create")}
     assert [r.name for r in roles.cover({"x.y.get", "x.y.create"}, narrow)] == ["narrow"]  # as few, fewer granted
-    with pytest.raises(roles.RolesError, match=r"no vendored role holds z\.w\.delete"):
+    with pytest.raises(deployer_rows.RolesError, match=r"no vendored role holds z\.w\.delete"):
         roles.cover({"x.y.get", "z.w.delete"}, candidates)
 
 
 def test_prod_and_dev_differ_where_their_inputs_do() -> None:
     """A retained prod bucket is never deleted by Pulumi; a dev bucket with forceDestroy empties itself."""
     bucket = {"type": "gcp:storage/bucket:Bucket", "custom": True, "inputs": {"forceDestroy": True}, "options": {}}
-    dev = roles.permissions_of(bucket)
+    dev = deployer_rows.permissions_of(bucket)
     assert {"storage.buckets.delete", "storage.objects.list", "storage.objects.delete"} <= set(dev)
-    prod = roles.permissions_of({**bucket, "inputs": {"forceDestroy": False}, "options": {"retainOnDelete": True}})
+    prod = deployer_rows.permissions_of({**bucket, "inputs": {"forceDestroy": False}, "options": {"retainOnDelete": True}})
     assert not {"storage.buckets.delete", "storage.objects.list", "storage.objects.delete"} & set(prod)
     assert {"storage.buckets.create", "storage.buckets.get", "storage.buckets.update"} <= set(prod)
 
@@ -145,7 +145,7 @@ def test_prod_and_dev_differ_where_their_inputs_do() -> None:
     ],
 )
 def test_input_dependent_permissions(type_: str, inputs: Mapping[str, Any], needed: str | None, absent: str | None) -> None:
-    got = roles.permissions_of({"type": type_, "inputs": inputs, "options": {}})
+    got = deployer_rows.permissions_of({"type": type_, "inputs": inputs, "options": {}})
     if needed:
         assert needed in got
     if absent:
@@ -153,10 +153,10 @@ def test_input_dependent_permissions(type_: str, inputs: Mapping[str, Any], need
 
 
 def test_a_helm_release_needs_what_its_chart_installs() -> None:
-    kueue = roles.permissions_of(
-        {"type": roles.HELM_RELEASE, "inputs": {"chart": CONTROLLERS["kueue"].chart.chart, "createNamespace": True}}
+    kueue = deployer_rows.permissions_of(
+        {"type": deployer_rows.HELM_RELEASE, "inputs": {"chart": CONTROLLERS["kueue"].chart.chart, "createNamespace": True}}
     )
-    lws = roles.permissions_of({"type": roles.HELM_RELEASE, "inputs": {"chart": CONTROLLERS["lws"].chart.chart}})
+    lws = deployer_rows.permissions_of({"type": deployer_rows.HELM_RELEASE, "inputs": {"chart": CONTROLLERS["lws"].chart.chart}})
     for permission in (
         "container.mutatingWebhookConfigurations.create",
         "container.clusterRoles.escalate",
@@ -168,8 +168,8 @@ def test_a_helm_release_needs_what_its_chart_installs() -> None:
     assert "container.customResourceDefinitions.create" in kueue
     assert "container.apiServices.create" in kueue
     assert "container.customResourceDefinitions.create" not in lws
-    with pytest.raises(roles.RolesError, match=r"oci://example\.com/charts/other"):
-        roles.permissions_of({"type": roles.HELM_RELEASE, "inputs": {"chart": "oci://example.com/charts/other"}})
+    with pytest.raises(deployer_rows.RolesError, match=r"oci://example\.com/charts/other"):
+        deployer_rows.permissions_of({"type": deployer_rows.HELM_RELEASE, "inputs": {"chart": "oci://example.com/charts/other"}})
 
 
 def test_every_kind_the_program_can_register_has_a_row() -> None:
@@ -179,11 +179,11 @@ def test_every_kind_the_program_can_register_has_a_row() -> None:
 
     typed = {f"kubernetes:{'core/' + v if '/' not in v else v}:{kind}" for v, kind in k8s._TYPED}
     custom = {f"kubernetes:{api_version}:{kind}" for api_version, kind in CUSTOM_RESOURCES}
-    missing = sorted((typed | custom | {"kubernetes:core/v1:Secret"}) - set(roles.ROWS))
-    assert not missing, f"no row in components/tools/roles.py for {missing}"
-    assert set(roles.HELM_CHART_KINDS) == set(CONTROLLERS), "HELM_CHART_KINDS must name every controller's chart kinds"
-    for controller, kinds in roles.HELM_CHART_KINDS.items():
-        unknown = [kind for kind in kinds if kind not in roles.KUBE_KINDS]
+    missing = sorted((typed | custom | {"kubernetes:core/v1:Secret"}) - set(deployer_rows.ROWS))
+    assert not missing, f"no row in components/tools/deployer_rows.py for {missing}"
+    assert set(deployer_rows.HELM_CHART_KINDS) == set(CONTROLLERS), "HELM_CHART_KINDS must name every controller's chart kinds"
+    for controller, kinds in deployer_rows.HELM_CHART_KINDS.items():
+        unknown = [kind for kind in kinds if kind not in deployer_rows.KUBE_KINDS]
         assert not unknown, f"{controller}: chart kinds {unknown} have no KUBE_KINDS entry"
 
 
@@ -198,14 +198,14 @@ def test_the_tpu7x_workload_policy_is_covered(
     assert main(["roles", "--config", str(path), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert "gcp:compute/resourcePolicy:ResourcePolicy" in printed["types"]
-    needs = set(roles.ROWS["gcp:compute/resourcePolicy:ResourcePolicy"].create)
+    needs = set(deployer_rows.ROWS["gcp:compute/resourcePolicy:ResourcePolicy"].create)
     assert needs <= set(printed["permissions"])
     assert needs <= {p for role in printed["roles"] for p in role["covers"]}
 
 
 def test_vendored_roles_hold_only_permissions_some_row_needs() -> None:
     """ROLES keeps the subset of each role the rows need (so the cover is computed from vendored facts)."""
-    universe = {p for row in roles.ROWS.values() for phase in row.phases().values() for p in phase}
+    universe = {p for row in deployer_rows.ROWS.values() for phase in row.phases().values() for p in phase}
     samples: list[Mapping[str, Any]] = [
         {"member": "principal://x"},
         {"forceDestroy": True},
@@ -213,17 +213,17 @@ def test_vendored_roles_hold_only_permissions_some_row_needs() -> None:
         {"roleRef": {"kind": "ClusterRole"}},
         *({"chart": c.chart.chart, "createNamespace": True} for c in CONTROLLERS.values()),
     ]
-    for row in roles.ROWS.values():
+    for row in deployer_rows.ROWS.values():
         for inputs in samples:
             try:
                 universe |= set(row.extra(inputs))
-            except roles.RolesError:
+            except deployer_rows.RolesError:
                 continue  # a Helm extra given another resource's inputs
-    for role in roles.ROLES.values():
+    for role in predefined_roles.ROLES.values():
         stray = sorted(role.permissions - universe)
         assert not stray, f"{role.name} vendors {stray}, which no row needs"
         assert role.total >= len(role.permissions)
-    orphans = sorted(universe - set().union(*(r.permissions for r in roles.ROLES.values())))
+    orphans = sorted(universe - set().union(*(r.permissions for r in predefined_roles.ROLES.values())))
     assert not orphans, f"no vendored role holds {orphans}"
 
 
@@ -262,11 +262,11 @@ def test_a_registered_type_without_a_row_exits_2_naming_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(report, "plan", lambda stack_file: planned(stack_file.stack))
-    monkeypatch.setattr(roles, "ROWS", {k: v for k, v in roles.ROWS.items() if k != "gcp:storage/bucket:Bucket"})
+    monkeypatch.setattr(deployer_rows, "ROWS", {k: v for k, v in deployer_rows.ROWS.items() if k != "gcp:storage/bucket:Bucket"})
     assert main(["roles", "llama-70b"]) == 2
     captured = capsys.readouterr()
     assert "gcp:storage/bucket:Bucket" in captured.err
-    assert "add a row to components/tools/roles.py" in captured.err
+    assert "add a row to components/tools/deployer_rows.py" in captured.err
     assert not captured.out
     assert "Traceback" not in captured.err
 
@@ -292,4 +292,4 @@ def test_bad_arguments_exit_2(argv: list[str], message: str, capsys: pytest.Capt
 
 def test_roles_module_loads_no_pulumi_sdk() -> None:
     found = violations("components.tools.roles", package_modules())
-    assert not found, "components/tools/roles.py must stay pure:\n  " + "\n  ".join(found)
+    assert not found, "components/tools/roles.py and the rows and roles it loads must stay pure:\n  " + "\n  ".join(found)

@@ -190,7 +190,7 @@ def test_stack_cli_plan_json_runs_the_program() -> None:
     assert any(r["type"] == "gcp:container/nodePool:NodePool" for r in data["resources"])
 
 
-def test_stack_cli_tree_shows_values_with_brackets(capsys: pytest.CaptureFixture[str]) -> None:
+def test_stack_cli_tree_shows_values_with_brackets(capsys: pytest.CaptureFixture[str], shared_engine: None) -> None:
     from components.tools.cli import main
 
     assert main(["plan", "llama-405b"]) == 0

@@ -15,12 +15,15 @@ from components.catalog.pinning import image_problem
 from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.config.resolve import StackPlan, resolve
+from components.platform.addons.metrics_adapter import MetricsAdapter
+from components.render import custom_metrics
 from components.tools import mockengine, report
 from components.tools.cli import main as cli
 from components.tools.validate import validate_all
-from components.workloads.vllm import render
-from components.workloads.vllm.component import MetricsAdapter, VllmServer
+from components.workloads.vllm import clients, render
+from components.workloads.vllm.component import VllmServer
 from components.workloads.vllm.spec import VllmSpec, settings
+from tests import tpu_test_catalog
 from tests.conftest import make_config, planned
 
 VLLM: dict[str, Any] = {
@@ -236,7 +239,7 @@ def test_render_service_internal_by_default_external_only_with_ranges_and_api_ke
     key_env = {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-api-key", "key": "token"}}}
     assert key_env in container["env"]
     assert not any("api-key" in a or "api_key" in a for a in container["args"])  # never on the command line
-    curl = render.curl_example(keyed, "llm")
+    curl = clients.curl_example(keyed, "llm")
     assert curl.startswith("pulumi config get gke-tpu-llm:vllmApiKey | sed 's/^/Authorization: Bearer /' | curl ")
     assert curl.endswith(" -H @-")  # the key reaches curl on stdin, not in its argv
 
@@ -273,7 +276,7 @@ def test_render_every_object_validates() -> None:
         render.render_service(plan, namespace="llm"),
         render.render_pod_monitoring(plan, namespace="llm"),
         render.render_hpa(plan, namespace="llm"),
-        *render.render_metrics_adapter("llama-70b", "v0.16.10-gke.0"),
+        *custom_metrics.render_objects("llama-70b", "v0.16.10-gke.0"),
     ]
     assert validate_all(objects) == []
     broken = deployment(plan)
@@ -282,7 +285,7 @@ def test_render_every_object_validates() -> None:
 
 
 def test_render_metrics_adapter_is_the_pinned_upstream_install() -> None:
-    objects = render.render_metrics_adapter("s", "v0.16.10-gke.0")
+    objects = custom_metrics.render_objects("s", "v0.16.10-gke.0")
     kinds = [o["kind"] for o in objects]
     assert kinds.count("APIService") == 3
     (dep,) = [o for o in objects if o["kind"] == "Deployment"]
@@ -641,7 +644,8 @@ def test_fp8_without_an_fp8_checkpoint_needs_a_model_id() -> None:
     assert settings(config).hf_model("llama3.1-70b", "fp8") == "org/m-fp8"
 
 
-def test_fp8_is_refused_on_a_generation_without_an_fp8_path() -> None:
+def test_fp8_is_refused_on_a_generation_without_an_fp8_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpu_test_catalog.install(monkeypatch)  # the allowed generations listed are the catalog's
     with pytest.raises(ConfigError) as info:
         make_config(
             "s",
@@ -686,7 +690,7 @@ def test_plan_llama405b_ironwood_one_host_tp8_fp8() -> None:
 
 
 def test_plan_prints_the_derived_group_size_and_tpu_per_pod() -> None:
-    from components.tools.cli import tpu_pods
+    from components.tools.plan_view import tpu_pods
     from tests.conftest import planned
 
     result = planned("llama-405b-vllm")

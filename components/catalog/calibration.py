@@ -1,5 +1,6 @@
-"""Serving performance data: published benchmark results, interconnect bandwidths and the
-efficiency factors of the planner's serving model (``components/planner/perf.py``).
+"""Serving performance data: published benchmark results, the DCN bandwidth and the efficiency
+factors of the planner's serving model (``components/planner/perf.py``). A generation's ICI bandwidth
+is a fact of its catalog row (``TpuGeneration.ici_bandwidth_per_chip``, components/catalog/tpu_generations.py).
 
 Data only (no Pulumi, no planner import). Every number has its source and date. The factors are
 of two kinds: *calibrated* (chosen so the model reproduces the calibration results below, with the
@@ -120,20 +121,6 @@ on the concurrency-64 run only; the concurrency-128 run tests how the model scal
 (KV bytes and amortised prefill per step grow, weight bytes do not)."""
 
 
-ICI_BANDWIDTH_PER_CHIP: Mapping[str, int] = MappingProxyType(
-    {
-        # Bidirectional inter-chip interconnect bandwidth per chip, bytes/s (GBps read as 10^9): v5e
-        # 400 GBps (1600 Gbps), v6e 800 GBps, v5p 1200 GBps (4800 Gbps), TPU7x 1200 GBps; from the
-        # Cloud TPU v5e/v6e/v5p/tpu7x pages (SRC_TPU_* in components/catalog/tpu.py) as tabulated in
-        # /work/shared/reference/tpu-and-models.md.
-        "v5e": 400 * 10**9,
-        "v6e": 800 * 10**9,
-        "v5p": 1200 * 10**9,
-        "tpu7x": 1200 * 10**9,
-    }
-)
-"""ICI bandwidth per chip (bidirectional), bytes/s, by generation."""
-
 DCN_BANDWIDTH_PER_HOST = 100 * 10**9 // 8
 """Data-centre network bandwidth per TPU host for pipeline-stage hand-offs, bytes/s. ASSUMED:
 100 Gbps, the order of a TPU VM's network interface; no per-machine-type figure is in the
@@ -195,7 +182,9 @@ FACTORS: Mapping[str, EfficiencyFactors] = MappingProxyType(
         "saxml": VLLM_TPU_FACTORS,
     }
 )
-"""Efficiency factors per planner engine."""
+"""Efficiency factors by factor key, one row per serving engine (named after it). A workload kind names
+its row (``WorkloadKindInfo.perf_key``, in the kind's package); ``tests/test_kind_facts.py`` holds every
+serving kind to a row that is here."""
 
-CALIBRATED_ENGINES: frozenset[str] = frozenset({"vllm"})
-"""Engines whose factors were calibrated on their own published results."""
+CALIBRATED_KEYS: frozenset[str] = frozenset({"vllm"})
+"""Rows of :data:`FACTORS` calibrated on their own engine's published results (the others borrow them)."""

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.catalog.images import DIGEST, TABLE, ImagePin, dump, load
+from .images import DIGEST, TABLE, ImagePin, dump, load
 
 MANIFEST_TYPES = (
     "application/vnd.oci.image.index.v1+json",

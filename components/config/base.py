@@ -14,9 +14,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from components.catalog.pinning import image_problem
-from components.config.errors import rule
-from components.config.isolation import Claim
+from ..catalog.pinning import image_problem
+from .errors import rule
+from .isolation import Claim
 
 
 class Spec(BaseModel):
@@ -109,7 +109,7 @@ def bucket_rules(needs: tuple[BucketNeed, ...], buckets: Any, roles: Any) -> lis
 def machine_type_rules(machine_type: str, escape_key: str) -> list[dict[str, Any]]:
     """A CPU ``machineType`` not in the Compute Engine catalog, with near misses and the escape
     hatch ``escape_key`` (for machine types Google adds before the catalog does)."""
-    from components.catalog import gce
+    from ..catalog import gce
 
     if machine_type in gce.MACHINE_TYPES:
         return []

@@ -14,10 +14,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from components.catalog import gce
-from components.catalog import tpu as tpu_catalog
-from components.config import naming
-from components.config.errors import rule
+from ..catalog import gce
+from ..catalog import tpu as tpu_catalog
+from . import naming
+from .errors import rule
 
 LABEL_KEY_PATTERN = r"^[a-z][-_a-z0-9]{0,62}$"
 """GCP label keys: a lowercase letter first, then lowercase letters, digits, '-' and '_', at most 63."""
@@ -149,7 +149,7 @@ def fp8_rules(
     fp8 (vLLM: an FP8 checkpoint, ``--kv-cache-dtype=fp8``) and a TPU ``generation`` with an fp8 path
     in the catalog (a published ``peak_fp8_flops_per_chip``; v5e has none). No generation (not
     chosen yet): the planner skips the generations without one."""
-    from components.planner.inputs import FP8_ENGINES
+    from ..planner.inputs import FP8_ENGINES
 
     fp8_generations = [g.name for g in tpu_catalog.GENERATIONS.values() if g.peak_fp8_flops_per_chip is not None]
     rules: list[dict[str, Any]] = []

@@ -19,11 +19,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from components.config import naming
-from components.config.errors import NAMESPACE, Violation
+from . import naming
+from .errors import NAMESPACE, Violation
 
 if TYPE_CHECKING:  # the stack config imports this module
-    from components.config.stack import StackConfig
+    from .stack import StackConfig
 
 UNSAFE_SHARED_PROJECT_KEY = "unsafeShareProjectWithNonProd"
 """The escape hatch a prod stack sets to let non-prod stacks into its project (named unsafe)."""

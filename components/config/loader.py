@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from components.config.errors import NAMESPACE, ConfigError, Violation
-from components.config.stack import StackConfig
-from components.config.workload import WorkloadBase
-from components.workloads.registry import BY_KIND, BY_SECTION_KEY, KINDS, SECRETS
+from ..workloads.registry import BY_KIND, BY_SECTION_KEY, KINDS, SECRETS
+from .errors import NAMESPACE, ConfigError, Violation, error_violations, field_model, format_key
+from .stack import StackConfig
+from .workload import WorkloadBase
 
 _TOP_KEYS = {
     "environment",
@@ -34,15 +34,6 @@ _TOP_KEYS = {
 _GCP_KEYS = {"gcp:project", "gcp:region"}
 
 
-def _format_key(loc: Sequence[str | int]) -> str:
-    if not loc:
-        return f"{NAMESPACE}"
-    head, *rest = [str(p) for p in loc]
-    if head.startswith(("gcp:", "(")):  # gcp:project; "(stack name)" is not a key
-        return head
-    return f"{NAMESPACE}:{head}" + "".join(f".{p}" for p in rest)
-
-
 def _model_at(loc: Sequence[str | int], tag: str | None = None, root: type[BaseModel] = StackConfig) -> type[BaseModel] | None:
     """The spec class that owns the key at ``loc`` (relative to ``root``; for listing allowed keys);
     ``tag`` is the workload kind when ``loc`` is under ``workload``."""
@@ -53,16 +44,9 @@ def _model_at(loc: Sequence[str | int], tag: str | None = None, root: type[BaseM
                 return None
             model = BY_KIND[tag].workload
             continue
-        if isinstance(model, type) and issubclass(model, BaseModel):
-            field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
-            if field is None:
-                return None
-            model = field.annotation
-        # dict[str, Spec] / Spec | None: step into the value type
-        args = getattr(model, "__args__", ())
-        specs = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
-        if specs:
-            model = specs[0]
+        model = field_model(model, part)
+        if model is None:
+            return None
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
@@ -109,7 +93,7 @@ def violations_from(
         loc, tag = _without_tag([*prefix, *err["loc"]])
         ctx = err.get("ctx") or {}
         if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
-            key = _format_key([*loc, "kind"])
+            key = format_key([*loc, "kind"])
             raw = err["input"]
             if err["type"] == "union_tag_not_found":
                 out.append(Violation(key, None, "is required", _kind_values(), f"set {key}"))
@@ -123,7 +107,7 @@ def violations_from(
             own = BY_KIND[str(tag)]
             out.append(
                 Violation(
-                    _format_key(loc),
+                    format_key(loc),
                     "(set)",
                     f"applies to kind {other.kind}, not {own.kind}",
                     f"the {own.section_key} section",
@@ -131,76 +115,9 @@ def violations_from(
                 )
             )
             continue
-        if err["type"] == "stack_rules":
-            for r in ctx["rules"]:
-                out.append(
-                    Violation(_format_key([*loc, *r["path"].split(".")]), r["value"], r["problem"], r["allowed"], r["fix"])
-                )
-            continue
-        key = _format_key(loc)
-        if err["type"] == "extra_forbidden":
-            owner = _model_at(loc[len(prefix) :], tag, root)
-            names = [*(f.alias or n for n, f in owner.model_fields.items()), *extra_keys] if owner else []
-            allowed = ", ".join(names) if owner else "see stacks/CONFIGURATION.md"
-            close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6) if loc else []
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            out.append(Violation(key, err["input"], f"is an unknown key{hint}", allowed, "remove it or fix its spelling"))
-        elif err["type"] == "missing":
-            out.append(Violation(key, None, "is required", "see stacks/CONFIGURATION.md", f"set {key}"))
-        elif err["type"] in ("literal_error", "enum"):
-            out.append(Violation(key, err["input"], "is not an allowed value", str(ctx.get("expected")), "use an allowed value"))
-        elif err["type"] == "pinned_image":
-            out.append(
-                Violation(
-                    key,
-                    err["input"],
-                    str(ctx.get("problem")),
-                    "<repository>:<tag> or <repository>@sha256:<digest>",
-                    "pin a released tag or a digest",
-                )
-            )
-        elif err["type"] == "value_rule":  # an annotated type's own rule (e.g. config.base.Cidr)
-            out.append(Violation(key, err["input"], str(ctx["problem"]), str(ctx["allowed"]), str(ctx["fix"])))
-        elif err["type"] == "string_pattern_mismatch":
-            out.append(Violation(key, err["input"], "has the wrong format", f"matches {ctx.get('pattern')}", "correct the value"))
-        else:
-            out.append(_typed_violation(key, err["type"], err["input"], err["msg"], ctx))
+        owner = _model_at(loc[len(prefix) :], tag, root) if err["type"] == "extra_forbidden" else None
+        out += error_violations(err, loc, owner=owner, extra_keys=extra_keys)
     return out
-
-
-_BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
-_TYPES = {
-    "finite_number": ("is not a finite number", "a finite number (not .inf or .nan)"),
-    "int_type": ("is not a whole number", "an integer"),
-    "int_parsing": ("is not a whole number", "an integer"),
-    "int_from_float": ("is not a whole number", "an integer"),
-    "float_type": ("is not a number", "a number"),
-    "float_parsing": ("is not a number", "a number"),
-    "string_type": ("is not a string", "a string (quote it in YAML)"),
-    "bool_type": ("is not a boolean", "true or false"),
-    "bool_parsing": ("is not a boolean", "true or false"),
-    "dict_type": ("is not a mapping", "a mapping of keys (see stacks/CONFIGURATION.md)"),
-    "model_type": ("is not a mapping", "a mapping of keys (see stacks/CONFIGURATION.md)"),
-    "model_attributes_type": ("is not a mapping", "a mapping of keys (see stacks/CONFIGURATION.md)"),
-    "list_type": ("is not a list", "a YAML list"),
-}
-
-
-def _typed_violation(key: str, kind: str, value: Any, message: str, ctx: Mapping[str, Any]) -> Violation:
-    """A violation for pydantic's built-in checks: bounds, types, finiteness."""
-    if kind in _BOUNDS:
-        limit = next(iter(ctx.values()), None)
-        return Violation(
-            key,
-            value,
-            "is out of range",
-            f"{_BOUNDS[kind]} {limit} (stacks/CONFIGURATION.md says why)",
-            "use a value within the bound",
-        )
-    if kind in _TYPES:
-        problem, allowed = _TYPES[kind]
-        return Violation(key, value, problem, allowed, "correct the value")
-    return Violation(key, value, f"is invalid ({message})", "see stacks/CONFIGURATION.md", "correct the value")
 
 
 def required_secrets(workload: object) -> tuple[str, ...]:
@@ -226,7 +143,7 @@ def _secret_violations(values: Mapping[str, Any], secret_keys: Collection[str]) 
         if key in values and f"{NAMESPACE}:{key}" not in secret_keys:
             out.append(
                 Violation(
-                    _format_key([key]),
+                    format_key([key]),
                     "(plaintext)",
                     "is stored in plaintext",
                     "a secret value",
@@ -239,7 +156,7 @@ def _secret_violations(values: Mapping[str, Any], secret_keys: Collection[str]) 
         if key not in values:
             out.append(
                 Violation(
-                    _format_key([key]),
+                    format_key([key]),
                     None,
                     f"is required for {kind} ({SECRETS[key]})",
                     "a secret value",

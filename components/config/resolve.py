@@ -18,12 +18,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from components import planner
-from components.catalog import tpu as tpu_catalog
-from components.catalog.models import MODELS
-from components.config.errors import ConfigError, Violation
-from components.config.stack import StackConfig
-from components.config.workload import serving_scenario
+from .. import planner
+from ..catalog import tpu as tpu_catalog
+from ..catalog.models import MODELS
+from ..workloads.kind import perf_key_violation
+from .errors import ConfigError, Violation
+from .stack import StackConfig
+from .workload import serving_scenario
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,18 @@ def scenario_of(config: StackConfig) -> planner.Scenario | None:
     return planner.Scenario(spec.input_tokens, spec.output_tokens, spec.concurrency, spec.ttft_ms, spec.tpot_ms)
 
 
+def perf_key_of(config: StackConfig) -> str:
+    """The kind's row of efficiency factors (``WorkloadKindInfo.perf_key``); a ``ConfigError`` naming
+    the kind and the key when the calibration table has no such row (``estimate`` and ``plan`` exit 2)."""
+    info = config.kind_info
+    problem = perf_key_violation(info)
+    if problem is not None:
+        raise ConfigError([problem])
+    if info.perf_key is None:  # a training kind is never estimated (scenario_of is None for it)
+        raise TypeError(f"kind {info.kind} trains: it has no serving estimate")
+    return info.perf_key
+
+
 def server_of(config: StackConfig) -> Callable[[tpu_catalog.TpuSlice], planner.perf.Server]:
     """How the stack's engine runs one replica on a slice (batch limit, token budget, slices per
     replica): the kind's ``WorkloadKindInfo.serving_server``, from the settings its renderer reads too."""
@@ -149,7 +162,13 @@ def estimate_slices(
             [Violation(f"gke-tpu-llm:{key}", value, f"cannot run {arch.name} ({config.workload.kind}): {error}", "", fix)]
         ) from None
     estimates, unfit = planner.rank_by_token_cost(
-        arch, ranking.fits, scenario, server=server_of(config), region=config.region, spot=tpu.spot
+        arch,
+        ranking.fits,
+        scenario,
+        server=server_of(config),
+        region=config.region,
+        perf_key=perf_key_of(config),
+        spot=tpu.spot,
     )
     refusals = {e.plan.slice.key: _with_slice(config, e.plan.slice) for e in estimates}
     marked = [
@@ -298,7 +317,13 @@ def resolve(config: StackConfig) -> StackPlan:
             estimates: tuple[planner.ServingEstimate, ...] = ()
             if scenario is not None:  # by $ per million output tokens under the latency targets
                 estimates, unfit = planner.rank_by_token_cost(
-                    arch, ranking.fits, scenario, server=server_of(config), region=config.region, spot=tpu.spot
+                    arch,
+                    ranking.fits,
+                    scenario,
+                    server=server_of(config),
+                    region=config.region,
+                    perf_key=perf_key_of(config),
+                    spot=tpu.spot,
                 )
                 if not estimates or not estimates[0].meets_targets:
                     raise _missed_targets(config, estimates)
@@ -318,7 +343,16 @@ def resolve(config: StackConfig) -> StackPlan:
                 config,
                 verified,
                 selected=False,
-                serving=(planner.estimate(arch, verified, scenario, server=server_of(config)(tpu.slice), region=config.region),),
+                serving=(
+                    planner.estimate(
+                        arch,
+                        verified,
+                        scenario,
+                        server=server_of(config)(tpu.slice),
+                        region=config.region,
+                        perf_key=perf_key_of(config),
+                    ),
+                ),
             )
         return StackPlan(config, verified, selected=False)
     except planner.PlanError as error:

@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import Field, model_validator
 
-from components import planner
-from components.config import naming
-from components.config.base import Spec, bucket_rules
-from components.config.environments import ALLOW_REPLACE_LABEL, ENVIRONMENTS, Environment, EnvironmentPolicy
-from components.config.errors import raise_rules, rule
-from components.config.gke_rules import (
+from .. import planner
+from ..workloads.kind import WorkloadKindInfo, benchmark_rules
+from ..workloads.registry import BY_KIND, KINDS
+from . import naming
+from .base import Spec, bucket_rules
+from .environments import ALLOW_REPLACE_LABEL, ENVIRONMENTS, Environment, EnvironmentPolicy
+from .errors import raise_rules, rule
+from .gke_rules import (
     compute_class_version_rules,
     flex_start_version_rules,
     fp8_rules,
@@ -23,18 +25,10 @@ from components.config.gke_rules import (
     region_rules,
     zone_in_region_rules,
 )
-from components.config.isolation import UNSAFE_SHARED_PROJECT_KEY
-from components.config.platform import (
-    BUCKET_KEY_PATTERN,
-    BucketSpec,
-    ClusterSpec,
-    ControllersSpec,
-    IdentitySpec,
-    TpuSpec,
-)
-from components.config.workload import MAX_CHIPS, WorkloadBase
-from components.workloads.kind import WorkloadKindInfo, benchmark_rules
-from components.workloads.registry import BY_KIND, KINDS
+from .isolation import UNSAFE_SHARED_PROJECT_KEY
+from .platform import BUCKET_KEY_PATTERN, BucketSpec, ClusterSpec, ControllersSpec, IdentitySpec
+from .tpu_spec import TpuSpec
+from .workload import MAX_CHIPS, WorkloadBase
 
 if TYPE_CHECKING:
     # Statically every kind's spec is a WorkloadBase; kind code narrows with isinstance.
@@ -95,7 +89,7 @@ class StackConfig(Spec):
         tier_types, version = [t.type for t in self.tpu.tiers], self.cluster.version
         rules += compute_class_version_rules("cluster.version", version, tier_types)
         rules += flex_start_version_rules("cluster.version", version, tier_types)
-        multi_host_ray = "rayOperator" in self.kind_info.addons and (self.tpu.topology is None or self.tpu.slice.multi_host)
+        multi_host_ray = "rayOperator" in self.addons and (self.tpu.topology is None or self.tpu.slice.multi_host)
         rules += ray_ladder_version_rules("cluster.version", version, tier_types, multi_host_ray)
         w = self.workload
         rules += fp8_rules(w.weights, w.kv_cache, kind=w.kind, engine=self.kind_info.engine, generation=self.tpu.generation)
@@ -367,12 +361,14 @@ class StackConfig(Spec):
 
     @property
     def kind_info(self) -> WorkloadKindInfo:
-        """What the workload's kind declares (engine, add-ons, controllers, secrets)."""
+        """What the workload's kind declares (engine, add-ons, scan waivers, perf key, secrets)."""
         return BY_KIND[self.workload.kind]
 
     @property
     def addons(self) -> frozenset[str]:
-        return self.kind_info.addons
+        """The cluster-level features the stack's kind needs with these settings
+        (``WorkloadKindInfo.addons``): GKE add-ons, pinned controllers and add-on modules by name."""
+        return self.kind_info.addons(self)
 
     @property
     def labels(self) -> dict[str, str]:

@@ -14,12 +14,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from components.config import stack_yaml as stackfile
-from components.config.errors import NAMESPACE, ConfigError
-from components.config.isolation import Tenancy, conflicts, tenancy
-from components.config.loader import parse_full_config, required_secrets
-from components.config.resolve import StackPlan, resolve
-from components.config.stack import StackConfig
+from . import stack_yaml as stackfile
+from .errors import NAMESPACE, ConfigError
+from .isolation import Tenancy, conflicts, tenancy
+from .loader import parse_full_config, required_secrets
+from .resolve import StackPlan, resolve
+from .stack import StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 """The project directory (``Pulumi.yaml``, ``__main__.py``, ``stacks/``, ``manifests/``)."""

@@ -24,7 +24,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from components.config.errors import ConfigError, Violation
+from .errors import ConfigError, Violation
 
 EXPECTED = "a mapping with a `config:` mapping of <namespace>:<key> entries, as `pulumi config set` writes"
 

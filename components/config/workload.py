@@ -11,10 +11,10 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, model_validator
 
-from components.catalog import tpu as tpu_catalog
-from components.catalog.models import MODELS
-from components.config.base import Spec
-from components.config.errors import raise_rules, rule
+from ..catalog import tpu as tpu_catalog
+from ..catalog.models import MODELS
+from .base import Spec
+from .errors import raise_rules, rule
 
 MAX_TARGET_LENGTH = 131072
 """The longest context window of a catalog model (Llama 3.1: 128K tokens)."""

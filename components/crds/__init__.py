@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from components.crds.releases import CONTROLLERS, CUSTOM_RESOURCES, MANAGED
+from .releases import CONTROLLERS, CUSTOM_RESOURCES, MANAGED
 
 __all__ = ["CONTROLLERS", "CRD_DIR", "CUSTOM_RESOURCES", "MANAGED", "crds", "schema", "versions"]
 

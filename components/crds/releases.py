@@ -47,8 +47,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from components.catalog import images
-from components.catalog.images import ImagePin
+from ..catalog import images
+from ..catalog.images import ImagePin
 
 __all__ = [
     "CONTROLLERS",
@@ -137,6 +137,12 @@ class Controller:
     image_values: tuple[str, ...] = ()
     """Where the chart's values hold its controller image (``{repository, tag}``); :meth:`helm_values`
     sets it to the catalog's image of the release, by tag and digest. Empty: the chart's image."""
+    adopts: tuple[tuple[str, str], ...] = ()
+    """Earlier homes of the release's Pulumi state: (type token of the top-level component a workload
+    kind registered this controller's ``HelmController`` under, its resource name). The release is
+    cluster-wide (one fixed name per cluster), so a ``HelmController`` of this controller under any
+    other parent adopts that state by an alias (``components.platform.addons.controllers``): a stack
+    whose kind changes keeps its release instead of creating a second one, which Helm refuses."""
 
     def __post_init__(self) -> None:
         for resource in self.resources:
@@ -304,6 +310,10 @@ CONTROLLERS: Mapping[str, Controller] = _by_name(
             ),
             versions=("0.9.0", "0.10.0"),
             image_values=("image", "manager"),
+            # The JetStream kind installed LWS first; a stack moved to vLLM (multi-host) keeps its release.
+            # vLLM's own home is not listed: that would add an alias to every JetStream stack's plan,
+            # and a move from vLLM to JetStream has not been asked for.
+            adopts=(("gke-tpu-llm:jetstream:JetstreamServer", "lws"),),
             resources=(
                 CustomResource(
                     "leaderworkerset.x-k8s.io/v1",

@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
-from components.crds import CONTROLLERS, CRD_DIR
-from components.crds.releases import MANAGER_CONFIG
+from . import CONTROLLERS, CRD_DIR
+from .releases import MANAGER_CONFIG
 
 LICENSE = "Apache-2.0"
 

@@ -24,9 +24,9 @@ Modules, each with one reason to change (they import one another, never this pac
 
 from __future__ import annotations
 
-from components.planner.engines import DEFAULT_RESERVE_FRACTION, Engine, EngineProfile, Mode, mesh_axis_names, single_host_only
-from components.planner.fit import derive_parallelism, plan, training_activation_bytes
-from components.planner.inputs import (
+from .engines import DEFAULT_RESERVE_FRACTION, Engine, EngineProfile, Mode, mesh_axis_names, single_host_only
+from .fit import derive_parallelism, plan, training_activation_bytes
+from .inputs import (
     KvDtype,
     KvQuantAxis,
     ParamDtype,
@@ -35,12 +35,12 @@ from components.planner.inputs import (
     WeightDtype,
     Workload,
 )
-from components.planner.mesh import build_mesh
-from components.planner.params import SCALE_SUFFIX, param_count, param_shapes
-from components.planner.perf import Scenario, ServingEstimate, estimate
-from components.planner.plan_errors import PLAN_FIELDS, PlanError, PlanField
-from components.planner.results import GB, ArrayPlan, MemoryPlan, Plan, ShardingPlan, SpecEntry
-from components.planner.select import Ranking, rank_by_token_cost, rank_slices, select_slice, smallest_fitting_slice, verify_slice
+from .mesh import build_mesh
+from .params import SCALE_SUFFIX, param_count, param_shapes
+from .perf import Scenario, ServingEstimate, estimate
+from .plan_errors import PLAN_FIELDS, PlanError, PlanField
+from .results import GB, ArrayPlan, MemoryPlan, Plan, ShardingPlan, SpecEntry
+from .select import Ranking, rank_by_token_cost, rank_slices, select_slice, smallest_fitting_slice, verify_slice
 
 __all__ = [
     "DEFAULT_RESERVE_FRACTION",

@@ -50,9 +50,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.catalog.tpu import TpuSlice
-from components.planner.mesh import CandidateMeshes, servable_mesh, stages_per_host, tensor_then_rest, torus_2d
-from components.planner.plan_errors import PlanError, one_of
+from ..catalog.tpu import TpuSlice
+from .mesh import CandidateMeshes, servable_mesh, stages_per_host, tensor_then_rest, torus_2d
+from .plan_errors import PlanError, one_of
 
 Engine = str
 """An engine name: the ``engine`` of a profile in :data:`_PROFILES`."""

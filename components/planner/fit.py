@@ -15,15 +15,16 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from components.catalog.models import ModelArch
-from components.catalog.tpu import GENERATIONS, TpuSlice
-from components.planner.engines import EngineProfile, profile
-from components.planner.inputs import ServingWorkload, TrainingWorkload, Workload
-from components.planner.layout import bytes_per_chip, kv_heads_for, lay_out
-from components.planner.mesh import check_mesh, devices_per_chip, resolve_explicit
-from components.planner.params import Quantization, kv_cache_arrays, weight_arrays
-from components.planner.plan_errors import PlanError
-from components.planner.results import MemoryPlan, Plan, ShardingPlan
+from ..catalog import tpu as tpu_catalog
+from ..catalog.models import ModelArch
+from ..catalog.tpu import TpuSlice
+from .engines import EngineProfile, profile
+from .inputs import ServingWorkload, TrainingWorkload, Workload
+from .layout import bytes_per_chip, kv_heads_for, lay_out
+from .mesh import check_mesh, devices_per_chip, resolve_explicit
+from .params import Quantization, kv_cache_arrays, weight_arrays
+from .plan_errors import PlanError
+from .results import MemoryPlan, Plan, ShardingPlan
 
 
 def plan(arch: ModelArch, tpu: TpuSlice, workload: Workload, *, region: str | None = None, spot: bool = False) -> Plan:
@@ -79,7 +80,8 @@ def _serving_weight_dtype(arch: ModelArch, workload: ServingWorkload) -> str:
 
 def fp8_generations() -> tuple[str, ...]:
     """Generations the catalog gives an fp8 path (a published ``peak_fp8_flops_per_chip``)."""
-    return tuple(g.name for g in GENERATIONS.values() if g.peak_fp8_flops_per_chip is not None)
+    # Read through the module at call time, so a test catalog (tests/tpu_test_catalog.py) is seen too.
+    return tuple(g.name for g in tpu_catalog.GENERATIONS.values() if g.peak_fp8_flops_per_chip is not None)
 
 
 def _check_fp8(tpu: TpuSlice, workload: ServingWorkload) -> None:

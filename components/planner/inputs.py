@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from components.planner.engines import Engine, Mode, engines
-from components.planner.plan_errors import PlanError, one_of
+from .engines import Engine, Mode, engines
+from .plan_errors import PlanError, one_of
 
 WeightDtype = Literal["bfloat16", "int8", "fp8"]
 ParamDtype = Literal["float32", "bfloat16"]

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from components.catalog.models import ModelArch
-from components.planner.mesh import build_mesh
-from components.planner.params import AbstractArray
-from components.planner.plan_errors import PlanError
-from components.planner.results import ArrayPlan, SpecEntry
+from ..catalog.models import ModelArch
+from .mesh import build_mesh
+from .params import AbstractArray
+from .plan_errors import PlanError
+from .results import ArrayPlan, SpecEntry
 
 Rules = Mapping[str, tuple[str, ...]]
 """Logical axis -> mesh axes (an engine profile's ``rules``)."""

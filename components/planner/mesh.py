@@ -11,9 +11,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from components.catalog.models import ModelArch
-from components.catalog.tpu import TpuSlice
-from components.planner.plan_errors import PlanError
+from ..catalog.models import ModelArch
+from ..catalog.tpu import TpuSlice
+from .plan_errors import PlanError
 
 if TYPE_CHECKING:
     import jax

@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from components.catalog.models import ModelArch
+from ..catalog.models import ModelArch
 
 if TYPE_CHECKING:
     import jax

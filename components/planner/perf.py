@@ -39,18 +39,17 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.catalog.calibration import (
-    CALIBRATED_ENGINES,
+from ..catalog.calibration import (
+    CALIBRATED_KEYS,
     DCN_BANDWIDTH_PER_HOST,
     FACTORS,
-    ICI_BANDWIDTH_PER_CHIP,
     EfficiencyFactors,
 )
-from components.catalog.models import ModelArch
-from components.planner.engines import profile
-from components.planner.params import param_count
-from components.planner.plan_errors import PlanError
-from components.planner.results import Plan
+from ..catalog.models import ModelArch
+from .engines import profile
+from .params import param_count
+from .plan_errors import PlanError
+from .results import Plan
 
 ACTIVATION_BYTES = 2
 """Activations cross the interconnect in bf16 (2 bytes per element) whatever the weight dtype."""
@@ -297,7 +296,7 @@ def _allreduce_seconds(arch: ModelArch, p: Plan, tokens: float, f: EfficiencyFac
     stages = _axis_product(p, "layers")
     layers = math.ceil(arch.layers / stages)
     size = tokens * arch.d_model * ACTIVATION_BYTES
-    bandwidth = ICI_BANDWIDTH_PER_CHIP[p.slice.generation.name] * f.collective_efficiency
+    bandwidth = p.slice.generation.ici_bandwidth_per_chip * f.collective_efficiency
     per = 2 * (n - 1) / n * size / bandwidth + f.collective_latency_s
     return 2 * layers * per
 
@@ -308,7 +307,7 @@ def _gather_seconds(p: Plan, f: EfficiencyFactors) -> float:
     g = _axis_product(p, "embed")
     if g <= 1:
         return 0.0
-    bandwidth = ICI_BANDWIDTH_PER_CHIP[p.slice.generation.name] * f.collective_efficiency
+    bandwidth = p.slice.generation.ici_bandwidth_per_chip * f.collective_efficiency
     return (g - 1) * p.memory.weights / bandwidth
 
 
@@ -372,13 +371,18 @@ def estimate(
     *,
     server: Server,
     region: str | None,
+    perf_key: str,
     factors: EfficiencyFactors | None = None,
 ) -> ServingEstimate:
     """The serving estimate of scenario ``s`` on planned slice ``p`` (one replica of ``server``:
-    with disaggregation, ``p`` is each of its two slices)."""
+    with disaggregation, ``p`` is each of its two slices), with the efficiency factors of row
+    ``perf_key`` of the calibration table (``WorkloadKindInfo.perf_key``), or ``factors`` when given
+    (a calibration run trying other values; ``calibrated`` still says whether the row was)."""
     if p.mode != "serve":
         raise PlanError(f"a serving estimate needs a serving plan, not {p.mode}", "engine")
-    f = factors if factors is not None else FACTORS[p.sharding.engine]
+    if perf_key not in FACTORS:  # a programming error: the config reports a kind's unknown key first
+        raise ValueError(f"no efficiency factors for perf key {perf_key!r}; rows: {', '.join(sorted(FACTORS))}")
+    f = factors if factors is not None else FACTORS[perf_key]
     room = max_concurrent_sequences(p, s.input_tokens + s.output_tokens)
     if room < 1:
         raise PlanError(
@@ -432,7 +436,7 @@ def estimate(
         usd_per_hour=per_replica(tpu.hourly_price(region)),
         usd_per_hour_spot=per_replica(tpu.hourly_price(region, spot=True)),
         usd_per_hour_flex_start=per_replica(tpu.capacity_price(region, "flexStart")),
-        calibrated=p.sharding.engine in CALIBRATED_ENGINES,
+        calibrated=perf_key in CALIBRATED_KEYS,
     )
 
 

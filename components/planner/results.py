@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.catalog.tpu import TpuSlice
+from ..catalog.tpu import TpuSlice
 
 GB = 10**9
 

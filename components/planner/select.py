@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from components.catalog.models import ModelArch
-from components.catalog.tpu import TpuSlice, all_slices
-from components.planner.fit import plan
-from components.planner.inputs import Workload
-from components.planner.perf import Scenario, Server, ServingEstimate, estimate, rank_key
-from components.planner.plan_errors import PlanError, PlanField
-from components.planner.results import GB, MemoryPlan, Plan
+from ..catalog.models import ModelArch
+from ..catalog.tpu import TpuSlice, all_slices
+from .fit import plan
+from .inputs import Workload
+from .perf import Scenario, Server, ServingEstimate, estimate, rank_key
+from .plan_errors import PlanError, PlanField
+from .results import GB, MemoryPlan, Plan
 
 
 def _rank_key(p: Plan) -> tuple[bool, float, int, int, str]:
@@ -141,18 +141,20 @@ def rank_by_token_cost(
     *,
     server: Callable[[TpuSlice], Server],
     region: str | None,
+    perf_key: str,
     spot: bool = False,
 ) -> tuple[tuple[ServingEstimate, ...], tuple[str, ...]]:
     """(serving estimates of the fitting ``plans``, best first; one reason per plan that holds no
     sequence of the scenario). ``server`` gives the engine's batch limit and slices per replica on
-    a slice (the stack's settings). Best: meets the scenario's TTFT/TPOT targets, then the lowest $
+    a slice (the stack's settings), ``perf_key`` its row of efficiency factors (the kind's). Best:
+    meets the scenario's TTFT/TPOT targets, then the lowest $
     per million output tokens (spot rate when ``spot``; unpriced last), then the highest throughput.
     Per replica: $ per token does not depend on the replica count, so replicas stay as configured."""
     estimates: list[ServingEstimate] = []
     rejected: list[str] = []
     for p in plans:
         try:
-            estimates.append(estimate(arch, p, scenario, server=server(p.slice), region=region))
+            estimates.append(estimate(arch, p, scenario, server=server(p.slice), region=region, perf_key=perf_key))
         except PlanError as exc:
             rejected.append(str(exc))
     return tuple(sorted(estimates, key=lambda e: rank_key(e, spot=spot))), tuple(rejected)

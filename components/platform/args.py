@@ -29,8 +29,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
-from components.config.environments import ENVIRONMENTS, Environment
-from components.config.errors import NAMESPACE, Violation
+from ..config.environments import ENVIRONMENTS, Environment
+from ..config.errors import NAMESPACE, Violation, spec_violations
+from ..config.platform import ClusterSpec, IdentitySpec
+from ..config.tpu_spec import TpuSpec
 
 DEFAULT_POLICY = ENVIRONMENTS[Environment.dev]
 """What a stack file that sets no ``environment`` (dev) means for protection and retention: the
@@ -217,11 +219,10 @@ def _respell(text: str, names: Mapping[str, str], section: str | None) -> str:
     return text
 
 
-def _section(spec: type[BaseModel]) -> str | None:
-    """The stack-file section ``spec`` is the value of (``identity`` for ``IdentitySpec``), if any."""
-    from components.config.stack import StackConfig
-
-    return next((f.alias or n for n, f in StackConfig.model_fields.items() if f.annotation is spec), None)
+_SECTIONS: dict[type[BaseModel], str] = {ClusterSpec: "cluster", TpuSpec: "tpu", IdentitySpec: "identity"}
+"""The stack-file section each spec the Args validate with is the value of (``StackConfig``'s field;
+tests/test_install.py holds the two together). A table rather than a look-up in ``StackConfig``, so
+that reporting an Args error loads no stack model and no workload kind."""
 
 
 # ---- field types: each value against its annotation, before any rule reads it
@@ -248,8 +249,9 @@ def _types(args_type: type[Any]) -> dict[str, tuple[Any, TypeAdapter[Any]]]:
                 break
             except NameError as missing:
                 # A component its module imports only for type checking, to break an import cycle
-                # (WorkloadIdentityArgs.cluster: GkeCluster): the package's lazy exports have it.
-                package, name = sys.modules["components"], missing.name
+                # (WorkloadIdentityArgs.cluster: GkeCluster): the package's lazy exports have it
+                # (the package is components here, gke_tpu_llm when installed).
+                package, name = sys.modules[__name__.partition(".")[0]], missing.name
                 if name is None or name in namespace or name not in package.__all__:
                     raise
                 namespace[name] = getattr(package, name)
@@ -335,14 +337,11 @@ def validate(args: Any, spec: type[SpecT]) -> SpecT:
     try:
         return spec.model_validate(_spec_data(args))
     except ValidationError as error:
-        # The loader turns pydantic's errors into the config's violations; loaded only on this path
-        # because it brings the whole stack model.
-        from components.config.loader import violations_from
-
+        # The config's own translation of pydantic's errors (the stack loader uses it too).
         names_of = _names(type(args))
-        section = _section(spec)
+        section = _SECTIONS.get(spec)
         found = []
-        for v in violations_from(error):
+        for v in spec_violations(error, spec):
             key = _to_field(v.key.removeprefix(f"{NAMESPACE}:"), names_of)
             texts = (_respell(t, names_of, section) for t in (v.problem, v.allowed, v.fix))
             found.append(Violation(key, v.value, *texts))

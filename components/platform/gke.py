@@ -4,7 +4,8 @@ Owns the cluster, its CPU system pool, the service account every node pool of th
 (``identity.NodeServiceAccount``), and a Kubernetes provider built from the cluster's endpoint
 and CA. Does not own TPU pools (``TpuSlicePool``) or anything inside the cluster.
 
-Choices, and why:
+Choices, and why (the fields are decided by pure functions of the Args in
+``components.platform.cluster_settings``):
 * The default pool is removed and a small CPU system pool added, because every Standard cluster
   needs a non-TPU pool for kube-system and controllers, and the default pool cannot be managed
   without perpetual diffs.
@@ -33,20 +34,20 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 from pydantic import BaseModel
 
-from components.catalog import gce
-from components.config import gke_rules as rules
-from components.config import naming
-from components.config.environments import ALLOW_REPLACE_LABEL
-from components.config.errors import Violation, rule
-from components.config.platform import ClusterHardeningSpec, ClusterSpec, Dataplane, LocationType, ReleaseChannel, SystemPoolSpec
-from components.platform.args import (
+from ..catalog import gce
+from ..config import gke_rules as rules
+from ..config import naming
+from ..config.environments import ALLOW_REPLACE_LABEL
+from ..config.errors import Violation, rule
+from ..config.platform import ClusterHardeningSpec, ClusterSpec, Dataplane, LocationType, ReleaseChannel, SystemPoolSpec
+from . import cluster_settings as settings
+from .args import (
     DEFAULT_POLICY,
     args_class,
     check,
@@ -57,12 +58,8 @@ from components.platform.args import (
     validate,
     violations,
 )
-from components.platform.identity import NodeServiceAccount, NodeServiceAccountArgs
+from .identity import NodeServiceAccount, NodeServiceAccountArgs
 
-if TYPE_CHECKING:
-    from components.config.stack import StackConfig
-
-CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 ADDONS: Mapping[str, str] = {
     "gcsFuseCsiDriver": "Cloud Storage FUSE CSI driver (pods mount buckets as volumes)",
     "rayOperator": "GKE's managed Ray operator (RayCluster, RayJob)",
@@ -97,18 +94,6 @@ def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
         },
         indent=1,
     )
-
-
-def shielding(secure_boot: bool) -> gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs:
-    """Shielded VM settings of a CPU pool (``secure_boot`` is create-only upstream)."""
-    return gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-        enable_secure_boot=secure_boot, enable_integrity_monitoring=True
-    )
-
-
-def cpu_shielding(config: StackConfig) -> gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs:
-    """Shielded VM settings of a stack's CPU pools (``cluster.hardening.secureBoot``)."""
-    return shielding(config.cluster.hardening.secure_boot)
 
 
 def _nested(section: str, spec: type[BaseModel], name: str) -> dict[str, object]:
@@ -285,15 +270,7 @@ class GkeCluster(pulumi.ComponentResource):
         )
         super().__init__(self.TYPE, name, None, opts)
         self.project, self.region, self.location, self.version = args.project, args.region, args.location, args.version
-        calico = args.dataplane == "legacy"
-        # Every node pool runs as this account, never the Compute Engine default one.
-        account = args.node_service_account
-        if account is None:
-            account = NodeServiceAccountArgs(
-                project=args.project,
-                account_id=naming.service_account_id(cluster_name, "nodes"),
-                display_name=naming.node_gsa_display_name(cluster_name),
-            )
+        account = settings.node_account(args, cluster_name)
         if isinstance(account, NodeServiceAccountArgs):
             self.nodes = NodeServiceAccount(f"{name}-nodes", account, opts=pulumi.ResourceOptions(parent=self))
             self.node_service_account = self.nodes.email
@@ -313,54 +290,15 @@ class GkeCluster(pulumi.ComponentResource):
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel=args.release_channel),
             min_master_version=args.version,
             workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(workload_pool=f"{args.project}.svc.id.goog"),
-            addons_config=gcp.container.ClusterAddonsConfigArgs(
-                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
-                    enabled="gcsFuseCsiDriver" in args.addons
-                ),
-                ray_operator_configs=(
-                    [gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(enabled=True)]
-                    if "rayOperator" in args.addons
-                    else None
-                ),
-                # Calico's control-plane half: the provider sends addons_config before network_policy in one
-                # update (resource_container_cluster.go:4158, :4768), as GKE requires.
-                network_policy_config=(
-                    gcp.container.ClusterAddonsConfigNetworkPolicyConfigArgs(disabled=False) if calico else None
-                ),
-            ),
-            # NetworkPolicy enforcement (config.ClusterSpec.dataplane). Dataplane V2 is chosen at creation
-            # only (datapath_provider is ForceNew: components/tools/replacement.py); Calico is enabled in place
-            # (SetNetworkPolicy), after which GKE recreates every node once.
-            datapath_provider="ADVANCED_DATAPATH" if args.dataplane == "v2" else None,
-            network_policy=gcp.container.ClusterNetworkPolicyArgs(enabled=True, provider="CALICO") if calico else None,
-            # Managed Prometheus on: PodMonitoring resources (vLLM metrics) need its collectors.
-            monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
-                enable_components=["SYSTEM_COMPONENTS"],
-                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
-            ),
-            # Hardening (config.ClusterHardeningSpec): each setting is updated in place on a live cluster.
+            addons_config=settings.addons_config(args),
+            datapath_provider=settings.datapath_provider(args),
+            network_policy=settings.network_policy(args),
+            monitoring_config=settings.monitoring_config(),
             enable_shielded_nodes=args.shielded_nodes,
-            private_cluster_config=(
-                gcp.container.ClusterPrivateClusterConfigArgs(enable_private_nodes=True, enable_private_endpoint=False)
-                if args.private_nodes
-                else None
-            ),
-            master_authorized_networks_config=(
-                gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
-                    cidr_blocks=[
-                        gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=cidr)
-                        for cidr in args.authorized_networks
-                    ]
-                )
-                if args.authorized_networks
-                else None
-            ),
-            binary_authorization=(
-                gcp.container.ClusterBinaryAuthorizationArgs(evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE")
-                if args.binary_authorization
-                else None
-            ),
-            resource_labels={**args.labels, **({ALLOW_REPLACE_LABEL: "true"} if args.allow_replacement else {})},
+            private_cluster_config=settings.private_cluster_config(args),
+            master_authorized_networks_config=settings.master_authorized_networks(args),
+            binary_authorization=settings.binary_authorization(args),
+            resource_labels=settings.resource_labels(args.labels, args.allow_replacement),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 protect=args.protect and not args.allow_replacement,
@@ -380,16 +318,7 @@ class GkeCluster(pulumi.ComponentResource):
             cluster=self.cluster.name,
             location=args.location,
             node_count=args.system_nodes_per_zone,
-            node_config=gcp.container.NodePoolNodeConfigArgs(
-                machine_type=args.system_machine_type,
-                disk_size_gb=args.system_disk_size_gb,
-                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                # The cluster's node account (identity.NodeServiceAccount), not the Compute Engine default.
-                service_account=self.node_service_account,
-                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
-                shielded_instance_config=shielding(args.secure_boot),
-                resource_labels=dict(args.labels),
-            ),
+            node_config=settings.system_node_config(args, self.node_service_account),
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -55,19 +55,20 @@ from typing import TYPE_CHECKING
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config import gke_rules as rules
-from components.config import naming
-from components.config.base import BucketRole
-from components.config.errors import Violation
-from components.config.platform import IdentityMode, IdentitySpec, TpuSpec, WorkloadMetadata
-from components.platform import k8s as k8s_objects
-from components.platform.args import args_class, check, check_types, default_of, meta, own, validate, violations
-from components.platform.storage import StackBucket
-from components.render import render_namespace, render_service_account
+from ..config import gke_rules as rules
+from ..config import naming
+from ..config.base import BucketRole
+from ..config.errors import Violation
+from ..config.platform import IdentityMode, IdentitySpec
+from ..config.tpu_spec import TpuSpec, WorkloadMetadata
+from ..render import render_namespace, render_service_account
+from . import k8s as k8s_objects
+from .args import args_class, check, check_types, default_of, meta, own, validate, violations
+from .storage import StackBucket
 
 if TYPE_CHECKING:
     # components.platform.gke imports this module (GkeCluster creates the NodeServiceAccount).
-    from components.platform.gke import GkeCluster
+    from .gke import GkeCluster
 
 NODE_ROLE = "roles/container.defaultNodeServiceAccount"
 """GKE's least-privilege role for a node service account (logging, monitoring, metadata)."""

@@ -14,9 +14,9 @@ from typing import Any
 
 import pulumi
 
-from components.platform import k8s as k8s_objects
-from components.platform.gke import GkeCluster
-from components.render import netpol as render
+from ..render import netpol as render
+from . import k8s as k8s_objects
+from .gke import GkeCluster
 
 
 class NetworkPolicies(pulumi.ComponentResource):

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config import gke_rules as rules
-from components.config import naming
-from components.config.errors import Violation
-from components.config.platform import BucketSpec, StorageClass
-from components.platform.args import (
+from ..config import gke_rules as rules
+from ..config import naming
+from ..config.errors import Violation
+from ..config.platform import BucketSpec, StorageClass
+from .args import (
     DEFAULT_POLICY,
     args_class,
     check,

@@ -1,6 +1,7 @@
 """``TpuSlicePool``: one GKE node pool per TPU slice, shaped entirely by the catalog.
 
-Rules (from GKE's TPU docs, xpk and cluster-toolkit):
+Rules (from GKE's TPU docs, xpk and cluster-toolkit; each field is decided by a pure function of the
+Args in ``components.platform.pool_settings``, where its source is cited):
 * node count = hosts of the slice; machine type from the catalog layout.
 * multi-host slices get ``placement_policy {type: COMPACT, tpu_topology}`` (tpu7x: plus
   ``policy_name``, a HIGH_THROUGHPUT workload policy the component creates); single-host pools get
@@ -59,21 +60,16 @@ import pulumi
 import pulumi_gcp as gcp
 from pydantic import ValidationError
 
-from components.catalog import gce
-from components.catalog import tpu as tpu_catalog
-from components.config import gke_rules as rules
-from components.config import naming
-from components.config.environments import ALLOW_REPLACE_LABEL
-from components.config.errors import Violation, rule
-from components.config.platform import (
-    AutoscalingSpec,
-    CapacityTierSpec,
-    CapacityType,
-    ThreadsPerCore,
-    TpuSpec,
-    WorkloadMetadata,
-)
-from components.platform.args import (
+from ..catalog import gce
+from ..catalog import tpu as tpu_catalog
+from ..config import gke_rules as rules
+from ..config import naming
+from ..config.environments import ALLOW_REPLACE_LABEL
+from ..config.errors import Violation, rule
+from ..config.platform import ThreadsPerCore
+from ..config.tpu_spec import AutoscalingSpec, CapacityTierSpec, CapacityType, TpuSpec, WorkloadMetadata
+from . import pool_settings as settings
+from .args import (
     DEFAULT_POLICY,
     args_class,
     check,
@@ -84,18 +80,11 @@ from components.platform.args import (
     validate,
     violations,
 )
-from components.platform.gke import CLOUD_PLATFORM_SCOPE, GkeCluster
-from components.platform.identity import stack_urn
+from .gke import GkeCluster
+from .identity import stack_urn
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 """A Kubernetes taint effect, as a ``node_taints`` entry spells it."""
-_GKE_TAINT_EFFECT: Mapping[str, str] = {
-    "NoSchedule": "NO_SCHEDULE",
-    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
-    "NoExecute": "NO_EXECUTE",
-}
-"""Kubernetes effect -> GKE's ``node_config.taint.effect`` enum (container/node_config.go taint schema:
-NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)."""
 
 SHAPE_INPUTS = ("placementPolicy", "nodeConfig.machineType", "nodeLocations")
 """NodePool inputs that define the slice itself: a change replaces the pool (``replaceOnChanges``)."""
@@ -390,86 +379,12 @@ class TpuSlicePool(pulumi.ComponentResource):
         component_aliases: list[pulumi.Input[str | pulumi.Alias]] = [stack_urn(self.TYPE, old) for old, _ in legacy]
         merged = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=component_aliases))
         super().__init__(self.TYPE, name, None, merged)
-        cluster = args.cluster
-        node_grants: list[pulumi.Resource] = []
-        if isinstance(cluster, GkeCluster):
-            # What the Args set wins over the cluster's (the stack program passes project and location).
-            project = args.project or cluster.project
-            location = args.location or cluster.location
-            node_service_account = (
-                cluster.node_service_account if args.node_service_account is None else args.node_service_account
-            )
-            cluster_name: pulumi.Input[str] = cluster.cluster_name
-            node_grants = list(cluster.node_grants)
-        else:
-            # TpuSlicePoolArgs requires all three with a cluster name.
-            assert args.project is not None
-            assert args.location is not None
-            assert args.node_service_account is not None
-            project, location, node_service_account = args.project, args.location, args.node_service_account
-            cluster_name = cluster
+        target = settings.cluster_target(args)
+        project, cluster_name = target.project, target.cluster_name
         self.tpu_slice = tpu_slice = args.tpu_slice
         self.capacity: CapacityType = args.capacity
-        # (total min, total max) nodes when the autoscaler owns the count; None: a held slice.
-        bounds: tuple[int, int] | None = None
-        if args.autoscaling is not None:
-            bounds = (args.autoscaling.min_nodes, args.autoscaling.max_nodes)
-        elif args.scales_from_zero:
-            # Flex-start and queued pools start empty and may not have a static node count
-            # (cluster-toolkit gke-node-pool/main.tf:400-401 "autoscaling_total_min_nodes should be 0 when
-            # enable_queued_provisioning is true", :420-421 flex-start "does not work with static_node_count";
-            # xpk src/xpk/core/nodepool.py: --num-nodes=0 for flex-start). Up to the slice's hosts: a
-            # multi-host slice is scaled atomically, all of its VMs or none (GKE "About TPUs in GKE").
-            bounds = (0, tpu_slice.hosts)
-        dws = args.capacity in tpu_catalog.DWS_CAPACITY_TYPES
-
-        if args.reservation:
-            # A specific reservation: its name, a shared one's projects/P/reservations/R, or either with
-            # /reservationBlocks/B[/reservationSubBlocks/S] as the value (the forms xpk passes to gcloud's
-            # --reservation, AI-Hypercomputer/xpk src/xpk/core/capacity.py and nodepool_test.py).
-            reservation = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
-                consume_reservation_type="SPECIFIC_RESERVATION",
-                key="compute.googleapis.com/reservation-name",
-                values=[args.reservation],
-            )
-        elif dws:
-            # DWS capacity consumes no reservation (cluster-toolkit gke-node-pool/main.tf:396-397 and :424-425
-            # require NO_RESERVATION for queued provisioning and flex-start; xpk: --reservation-affinity=none).
-            reservation = gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
-        else:
-            reservation = None
-        labels = {**args.node_labels, **({tpu_catalog.QUEUED_NODE_LABEL: "true"} if args.queued_provisioning else {})}
-        node_config = gcp.container.NodePoolNodeConfigArgs(
-            machine_type=tpu_slice.machine_type,
-            disk_size_gb=args.disk_size_gb,
-            spot=args.spot or None,
-            reservation_affinity=reservation,
-            # node_config.flex_start: flex-start VMs; queued provisioning is "flex-start with queued
-            # provisioning" and takes the flag too (GKE provisioningrequest: "you have to add the --flex-start
-            # and --enable-queued-provisioning flags when you create the node pool").
-            flex_start=True if dws else None,
-            # node_config.max_run_duration: "The runtime of each node in the node pool in seconds, terminated
-            # by 's'. Example: \"3600s\"" (terraform-provider-google-beta container/node_config.go:1487).
-            # Always sent on a DWS pool, GKE's 7-day maximum when unset: the field is ForceNew and not read
-            # back as computed, so a default GKE filled in would otherwise differ from the program's null.
-            max_run_duration=f"{(args.max_run_hours or tpu_catalog.DWS_MAX_RUN_HOURS) * 3600}s" if dws else None,
-            labels=labels or None,
-            taints=[
-                gcp.container.NodePoolNodeConfigTaintArgs(key=key, value=value, effect=_GKE_TAINT_EFFECT[effect])
-                for key, value, effect in args.node_taints
-            ]
-            or None,
-            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-            # The cluster's node account; pods act as it only with GCE_METADATA.
-            service_account=node_service_account,
-            workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode=args.workload_metadata),
-            advanced_machine_features=(
-                gcp.container.NodePoolNodeConfigAdvancedMachineFeaturesArgs(threads_per_core=args.threads_per_core)
-                if args.threads_per_core is not None
-                else None
-            ),
-            resource_labels={**args.labels, **({ALLOW_REPLACE_LABEL: "true"} if args.allow_replacement else {})},
-        )
+        bounds = settings.node_bounds(args)
+        dws = settings.dws_flags(args)
         # Ironwood (tpu7x) places a multi-host slice with a workload policy (a Compute resource policy
         # of type HIGH_THROUGHPUT naming the topology) instead of COMPACT + topology alone (GKE "About
         # Ironwood (TPU7x) in GKE": "You create a workload policy and then apply it by using the
@@ -493,15 +408,6 @@ class TpuSlicePool(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions(parent=self, protect=args.protect and not args.allow_replacement),
             )
-        placement: gcp.container.NodePoolPlacementPolicyArgs | None = None
-        if self.workload_policy is not None:
-            # No COMPACT type: GKE refuses a compact placement policy for tpu7x; the provider sends
-            # "" as no type (resource_container_node_pool.go expandNodePool).
-            placement = gcp.container.NodePoolPlacementPolicyArgs(
-                type="", tpu_topology=tpu_slice.topology, policy_name=self.workload_policy.name
-            )
-        elif tpu_slice.multi_host:
-            placement = gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=tpu_slice.topology)
         pool_type = f"{self.TYPE}$gcp:container/nodePool:NodePool"
         pool_aliases: list[pulumi.Input[str | pulumi.Alias]] = [stack_urn(pool_type, child) for _, child in legacy]
         self.node_pool = gcp.container.NodePool(
@@ -509,41 +415,17 @@ class TpuSlicePool(pulumi.ComponentResource):
             name=pool_name,
             project=project,
             cluster=cluster_name,
-            location=location,
+            location=target.location,
             node_locations=[args.zone],
             node_count=None if bounds else tpu_slice.hosts,
             initial_node_count=bounds[0] if bounds else None,
-            autoscaling=(
-                # A pool that scales from zero is bounded per zone (min/max_node_count; one zone here, so
-                # the same numbers): the provider always sends the per-zone fields (0 when unset,
-                # resource_container_node_pool.go ForceSendFields), and GKE checks a TPU slice's per-zone
-                # maximum ("Maximum node count 0 is not a valid size of TPU pod slice", vllm-project/ci-infra
-                # #545; cluster-toolkit gke-node-pool/main.tf: per-zone limits "are required to workaround a
-                # Terraform provider bug when using TPU Flex Start"; xpk passes --max-nodes). A configured
-                # tpu.autoscaling keeps the total bounds it always had.
-                gcp.container.NodePoolAutoscalingArgs(min_node_count=bounds[0], max_node_count=bounds[1], location_policy="ANY")
-                if bounds and args.autoscaling is None
-                else gcp.container.NodePoolAutoscalingArgs(
-                    total_min_node_count=bounds[0],
-                    total_max_node_count=bounds[1],
-                    # ANY: take capacity wherever it is (one zone here), the TPU-friendly policy; DWS pools
-                    # require it (xpk capacity.py flex-start: --location-policy=ANY; cluster-toolkit
-                    # gke-node-pool/main.tf sets location_policy "ANY" on every autoscaled pool).
-                    location_policy="ANY",
-                )
-                if bounds
-                else None
+            autoscaling=settings.autoscaling(args, bounds),
+            placement_policy=settings.placement_policy(
+                tpu_slice, self.workload_policy.name if self.workload_policy is not None else None
             ),
-            placement_policy=placement,
-            # queued_provisioning.enabled: "nodes in this node pool are obtainable solely through the
-            # ProvisioningRequest API" (container/resource_container_node_pool.go:409-419).
-            queued_provisioning=(
-                gcp.container.NodePoolQueuedProvisioningArgs(enabled=True) if args.queued_provisioning else None
-            ),
-            node_config=node_config,
-            # Flex-start (and so queued) pools need auto-repair off (cluster-toolkit gke-node-pool/main.tf:416-417
-            # "enable_flex_start needs node auto_repair set to false"; xpk: --no-enable-autorepair).
-            management=gcp.container.NodePoolManagementArgs(auto_repair=not dws, auto_upgrade=True),
+            queued_provisioning=dws.queued_provisioning,
+            node_config=settings.node_config(args, target.node_service_account),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=dws.auto_repair, auto_upgrade=True),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 protect=args.protect and not args.allow_replacement,
@@ -555,7 +437,7 @@ class TpuSlicePool(pulumi.ComponentResource):
                 replace_on_changes=list(SHAPE_INPUTS),
                 # name: set once at creation (see the module docstring); node counts: the autoscaler's.
                 ignore_changes=["name", *(["initialNodeCount", "nodeCount"] if bounds else [])],
-                depends_on=[*node_grants, *args.depends_on],
+                depends_on=[*target.node_grants, *args.depends_on],
                 aliases=pool_aliases,
             ),
         )

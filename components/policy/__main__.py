@@ -1,11 +1,11 @@
 """The gke-tpu-llm Pulumi policy pack: `pulumi preview --policy-pack components/policy`.
 
-Thin wrapper: every rule lives in ``rules.py`` as a pure function (tested offline on the engine's
+Thin wrapper: every rule lives in ``checks.py`` (and ``exposure_checks.py``) as a pure function (tested offline on the engine's
 recorded resources); this file registers each rule of ``RULES`` (one resource) and ``STACK_RULES``
 (every resource of the stack) with its enforcement level (all mandatory) and only adapts Pulumi's
 validation args to them, passing the SDK's props through unchanged. The stack's environment comes
 from the stack configuration Pulumi hands every policy pack as the ``PULUMI_CONFIG`` environment
-variable (``rules.stack_environment``). The pack runs in its own virtualenv (see PulumiPolicy.yaml and
+variable (``resource_props.stack_environment``). The pack runs in its own virtualenv (see PulumiPolicy.yaml and
 requirements.txt here) because pulumi-policy pins an older protobuf than the program's SDKs.
 """
 
@@ -27,7 +27,8 @@ from pulumi_policy import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root, for components.policy.checks
 
-from components.policy.checks import RULES, STACK_RULES, Resource, Rule, StackRule, stack_environment
+from components.policy.checks import RULES, STACK_RULES
+from components.policy.resource_props import Resource, Rule, StackRule, stack_environment
 
 
 def _environment() -> str | None:

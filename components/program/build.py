@@ -5,30 +5,61 @@ The stack program's one mapping from ``StackConfig`` to the components' Args (``
 stack config, so a program of one's own uses them directly (``components.GkeCluster`` ...).
 ``build_platform`` builds the layer in dependency order (node service account and cluster →
 buckets → identity → TPU pools), so the program (``__main__.py``) and the tests that deploy a
-workload on top of it share the same wiring.
+workload on top of it share the same wiring. ``build_addons`` then installs the cluster add-ons the
+stack's settings need (:data:`ADDONS`), generically, before the workload.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import pulumi
 
-from components.config import naming
-from components.config.naming import node_gsa_display_name
-from components.config.stack import StackConfig
-from components.platform.gke import GkeCluster, GkeClusterArgs
-from components.platform.identity import (
+from ..config import naming
+from ..config.naming import node_gsa_display_name
+from ..config.stack import StackConfig
+from ..crds.releases import CONTROLLERS
+from ..platform.addons import Addon, capacity_scheduling, metrics_adapter
+from ..platform.gke import ADDONS as GKE_ADDONS
+from ..platform.gke import GkeCluster, GkeClusterArgs
+from ..platform.identity import (
     WORKLOAD_COMPONENT,
     NodeServiceAccountArgs,
     WorkloadIdentity,
     WorkloadIdentityArgs,
     node_service_account_id,
 )
-from components.platform.storage import StackBucket, StackBucketArgs
-from components.platform.tpu_pool import Autoscaling, TpuSlicePool, TpuSlicePoolArgs
-from components.render.tiers import pool_scheduling
+from ..platform.storage import StackBucket, StackBucketArgs
+from ..platform.tpu_pool import Autoscaling, TpuSlicePool, TpuSlicePoolArgs
+from ..render.tiers import pool_scheduling
+
+ADDONS: tuple[Addon, ...] = (capacity_scheduling, metrics_adapter)
+"""The add-on modules the program wires, in order (``components.platform.addons``). Capacity
+scheduling comes first: it attaches to every Kubernetes object registered after it."""
+
+
+def unknown_addons(config: StackConfig) -> str | None:
+    """Why the stack's add-ons (``StackConfig.addons``) name something nothing installs, naming the
+    kind and every table a name may come from; None when each is known. Its kind's ``addons``
+    function would otherwise opt into nothing, silently."""
+    known = {
+        "GKE add-ons (components/platform/gke.py ADDONS)": frozenset(GKE_ADDONS),
+        "controllers (components/crds/releases.py CONTROLLERS)": frozenset(CONTROLLERS),
+        "add-on modules (components/program/build.py ADDONS)": frozenset(addon.NAME for addon in ADDONS),
+    }
+    unknown = sorted(config.addons - frozenset().union(*known.values()))
+    if not unknown:
+        return None
+    tables = "; ".join(f"{table}: {', '.join(sorted(names))}" for table, names in known.items())
+    return f"kind {config.workload.kind} opts into add-ons nothing installs: {', '.join(unknown)}. Known: {tables}"
+
+
+def gke_addons(config: StackConfig) -> frozenset[str]:
+    """The GKE add-ons among what the stack's kind opts into (``StackConfig.addons``); the rest are
+    controllers and :data:`ADDONS`, registered in the cluster."""
+    return config.addons & frozenset(GKE_ADDONS)
 
 
 @dataclass(frozen=True)
@@ -65,7 +96,7 @@ def cluster_args(config: StackConfig) -> GkeClusterArgs:
         private_nodes=hardening.private_nodes,
         authorized_networks=hardening.authorized_networks,
         binary_authorization=hardening.binary_authorization,
-        addons=config.addons,
+        addons=gke_addons(config),
         labels=config.labels,
         # Every stack's nodes run as <stack>-tpu-nodes, the account GCE_METADATA stacks had first.
         node_service_account=NodeServiceAccountArgs(
@@ -179,3 +210,19 @@ def build_platform(config: StackConfig) -> Platform:
         for i, t, pool in config.tier_pools()
     ]
     return Platform(cluster, pools, buckets, identity)
+
+
+def build_addons(config: StackConfig, platform: Platform) -> Mapping[str, pulumi.ComponentResource]:
+    """Install every add-on of :data:`ADDONS` the stack needs; return their components by name (what
+    the workload's ``deploy`` may depend on, e.g. the HPA on ``metricsAdapter``)."""
+    problem = unknown_addons(config)
+    if problem is not None:  # a kind package's mistake (tests/test_addons.py), never dropped silently
+        raise ValueError(problem)
+    installed = {
+        addon.NAME: addon.install(
+            config, cluster=platform.cluster, namespace_ready=[platform.identity], pools=platform.pools
+        )
+        for addon in ADDONS
+        if addon.needed(config)
+    }
+    return MappingProxyType(installed)

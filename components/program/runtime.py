@@ -12,11 +12,11 @@ from typing import Any
 
 import pulumi
 
-from components.config.errors import NAMESPACE
-from components.config.loader import parse_full_config
-from components.config.stack import StackConfig
-from components.config.stack_files import check_isolation
-from components.program import pulumi_internals
+from ..config.errors import NAMESPACE
+from ..config.loader import parse_full_config
+from ..config.stack import StackConfig
+from ..config.stack_files import check_isolation
+from . import pulumi_internals
 
 
 def _decode(raw: Any) -> Any:

@@ -5,7 +5,7 @@ Google service-account email); everything else is plain data, so these functions
 golden-checked without an engine.
 """
 
-from components.render.core import (
+from .core import (
     common_labels,
     render_namespace,
     render_service_account,

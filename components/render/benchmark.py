@@ -35,10 +35,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.config.resolve import StackPlan
-from components.config.workload import ServingSpec
-from components.render import netpol
-from components.render.core import common_labels, render_service_account, with_baseline_security
+from ..config.resolve import StackPlan
+from ..config.workload import ServingSpec
+from . import netpol
+from .core import common_labels, render_service_account, with_baseline_security
 
 ROLE = "benchmark"
 """``app.kubernetes.io/component`` of the benchmark pod (the NetworkPolicy's source)."""
@@ -302,7 +302,7 @@ def render_job(
             "namespace": namespace,
             "labels": labels,
             # pulumi up does not wait for (or fail on) the run: the benchmark is a measurement, not part
-            # of the deployment; `kubectl wait` follows it (README "Benchmark after up and calibrate").
+            # of the deployment; `kubectl wait` follows it (the vLLM kind's README, "Benchmark after up").
             "annotations": {"pulumi.com/skipAwait": "true"},
         },
         "spec": {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.crds.releases import pod_template_paths as custom_resource_pod_template_paths
+from ..crds.releases import pod_template_paths as custom_resource_pod_template_paths
 
 PART_OF = "gke-tpu-llm"
 # What a Service's annotations say about its reach, written by the kinds' renderers and read by the

@@ -49,9 +49,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from components.config.errors import NAMESPACE, ConfigError, Violation
-from components.config.gke_rules import load_balancer_dataplane_rules
-from components.render.core import common_labels, get_path, pod_template_paths
+from ..config.errors import NAMESPACE, ConfigError, Violation
+from ..config.gke_rules import load_balancer_dataplane_rules
+from .core import common_labels, get_path, pod_template_paths
 
 API_VERSION = "networking.k8s.io/v1"
 ROLE_LABEL = "app.kubernetes.io/component"

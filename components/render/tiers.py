@@ -44,14 +44,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from components.catalog import tpu as tpu_catalog
-from components.config import naming
-from components.config.gke_rules import QUEUED_PROVISIONING, is_fallback_ladder
-from components.crds.releases import group_size
-from components.render.core import common_labels, get_path, pod_template_paths, with_path
+from ..catalog import tpu as tpu_catalog
+from ..config import naming
+from ..config.gke_rules import QUEUED_PROVISIONING, is_fallback_ladder
+from ..crds.releases import group_size
+from .core import common_labels, get_path, pod_template_paths, with_path
 
 if TYPE_CHECKING:
-    from components.config.stack import StackConfig
+    from ..config.stack import StackConfig
 
 COMPUTE_CLASS_API = "cloud.google.com/v1"
 COMPUTE_CLASS_KEY = "cloud.google.com/compute-class"

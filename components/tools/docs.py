@@ -13,12 +13,12 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from components.config.base import Cidr
-from components.config.errors import NAMESPACE
-from components.config.stack import StackConfig
-from components.config.workload import WorkloadBase
-from components.workloads.kind import WorkloadKindInfo
-from components.workloads.registry import KINDS, SECRETS
+from ..config.base import Cidr
+from ..config.errors import NAMESPACE
+from ..config.stack import StackConfig
+from ..config.workload import WorkloadBase
+from ..workloads.kind import WorkloadKindInfo
+from ..workloads.registry import KINDS, SECRETS
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 REFERENCE_FILE = ROOT / "stacks" / "CONFIGURATION.md"
@@ -34,8 +34,10 @@ HEADER = """\
 components/workloads/<kind>/spec.py; do not edit. tests/test_manifests.py fails while it is stale. -->
 
 Generated from the typed specs the program validates every stack file against; regenerate it with
-`.venv/bin/python -m components docs` after changing a spec or a workload kind. The stack files
-beside this one (`Pulumi.<stack>.yaml`) are commented examples of these keys."""
+`.venv/bin/python -m components docs` after changing a spec or a workload kind. The same command writes
+the `config:` block of `../Pulumi.yaml`, from which the Pulumi CLI checks the type of each top-level key
+and fills in its default. The stack files beside this one (`Pulumi.<stack>.yaml`) are commented
+examples of these keys."""
 
 INTRO = f"""\
 Top-level keys take a plain value: `pulumi config set {NAMESPACE}:environment prod`. A dotted key is a
@@ -90,8 +92,13 @@ def _nested_models(annotation: Any) -> list[type[BaseModel]]:
     return [m for a in get_args(annotation) for m in _nested_models(a)]
 
 
+def spec_text(field: FieldInfo) -> str:
+    """A field's description on one line (the reference's tables and Pulumi.yaml's ``config:`` share it)."""
+    return re.sub(r"\s+", " ", field.description or "").strip()
+
+
 def _description(field: FieldInfo) -> str:
-    return re.sub(r"\s+", " ", field.description or "").replace("|", "\\|")
+    return spec_text(field).replace("|", "\\|")
 
 
 def _shown(full: str) -> str:

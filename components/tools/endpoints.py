@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.config.addresses import EVERYONE, covers_everyone
-from components.render.core import AUTH_ANNOTATION, AUTH_PATHS_ANNOTATION, INTERNAL_LB_ANNOTATION, OPEN_PATHS_ANNOTATION
-from components.tools.reach import Clients, service_clients
+from ..config.addresses import EVERYONE, covers_everyone
+from ..render.core import AUTH_ANNOTATION, AUTH_PATHS_ANNOTATION, INTERNAL_LB_ANNOTATION, OPEN_PATHS_ANNOTATION
+from .reach import Clients, service_clients
 
 __all__ = [
     "AUTH_ANNOTATION",

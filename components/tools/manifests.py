@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from components.config.stack_files import ROOT
+from ..config.stack_files import ROOT
 
 if TYPE_CHECKING:
-    from components.tools.mockengine import Registration
+    from .mockengine import Registration
 
 MANIFESTS_DIR = ROOT / "manifests"
 

@@ -10,7 +10,7 @@ example and tests use it). The SDK internals this needs live in :mod:`components
 Conventions of the recording:
 * Numbers arrive as floats on the wire; integral floats are turned back into ints.
 * Secret values are replaced by ``SECRET_PLACEHOLDER``; they never reach plans or manifests.
-* URNs are the ones the real engine gives (see :func:`components.tools.steps.canonical_urns`).
+* URNs are the ones the real engine gives (see :func:`components.tools.plan_resources.canonical_urns`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from components.config.stack_files import ROOT, SECRET_PLACEHOLDER, StackFile
-from components.program import pulumi_internals
+from ..config.stack_files import ROOT, SECRET_PLACEHOLDER, StackFile
+from ..program import pulumi_internals
 
 if TYPE_CHECKING:
     import pulumi
@@ -184,8 +184,8 @@ def record(
 
 def _engine_urns(records: list[Registration]) -> None:
     """Give each record the URN the real engine would (the full parent type chain, no stack type),
-    so plans compare with aliases and with ``pulumi stack export`` (see ``steps.canonical_urns``)."""
-    from components.tools.steps import canonical_urns
+    so plans compare with aliases and with ``pulumi stack export`` (see ``plan_resources.canonical_urns``)."""
+    from .plan_resources import canonical_urns
 
     urns = canonical_urns([{"urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent} for r in records])
     for r in records:

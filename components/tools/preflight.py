@@ -6,7 +6,7 @@ pool, i.e. per (slice, capacity tier):
 * **quota** (on-demand, Spot, flex-start, queued provisioning): the Compute Engine TPU quota the pool
   draws on in the TPU's region, in chips at the pool's maximum size, with the quota's console name,
   its ``regions.get`` metric or, for generations regions.get does not carry, its Cloud Quotas id
-  (``components.catalog.tpu.TPU_QUOTAS``). A pool that consumes a reservation draws on none.
+  (the generation row's ``quotas``). A pool that consumes a reservation draws on none.
 * **reservation**: the specific reservation (own or shared, optionally a block or sub-block) with the
   pool's machine type in the pool's zone and at least the pool's VMs (hosts) unused.
 * **flex-start zone**: flex-start and queued-provisioning pools need a zone where the generation's
@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.catalog import tpu as tpu_catalog
-from components.config.stack import StackConfig
+from ..catalog import tpu as tpu_catalog
+from ..config.stack import StackConfig
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ class PoolNeeds:
     quota: QuotaNeed | None
     reservation: ReservationNeed | None
     flex_zone: FlexZoneNeed | None
-    not_drawn: tuple[tpu_catalog.TpuQuotas, ...] = ()
+    not_drawn: tuple[tpu_catalog.UnbuiltAccelerator, ...] = ()
     """Quotas of the generation's other GKE accelerator that this pool does not draw on (v5e: the
     tpu-v5-lite-device serving quota, while the catalog's v5e pools are tpu-v5-lite-podslice)."""
 
@@ -169,9 +169,9 @@ class PoolNeeds:
         if self.quota is None and self.reservation is not None:
             items.append("no TPU quota: a pool that consumes a reservation draws on none")
         items.extend(
-            f"not '{q.on_demand.name}' / '{q.preemptible.name}' ({q.gke_accelerator}, {q.machine_prefix}-*): "
-            f"this pool is {self.machine_type}"
-            for q in self.not_drawn
+            f"not '{a.quotas.on_demand.name}' / '{a.quotas.preemptible.name}' ({a.gke_accelerator}, "
+            f"{a.machine_prefix}-*): this pool is {self.machine_type}"
+            for a in self.not_drawn
         )
         return [head, *(f"  - {item}" for item in items)]
 
@@ -189,7 +189,7 @@ class PoolNeeds:
             "quota": None if self.quota is None else self.quota.to_dict(),
             "reservation": None if self.reservation is None else self.reservation.to_dict(),
             "flex_start_zone": None if self.flex_zone is None else self.flex_zone.to_dict(),
-            "quotas_not_drawn": [q.on_demand.metric or q.on_demand.name for q in self.not_drawn],
+            "quotas_not_drawn": [a.quotas.on_demand.metric or a.quotas.on_demand.name for a in self.not_drawn],
         }
 
 
@@ -269,12 +269,9 @@ def checklist(config: StackConfig) -> Checklist:
     tpu = config.tpu
     s = tpu.slice
     region = tpu.region
-    quotas = tpu_catalog.quotas_of(s.machine_type)
+    quotas = s.generation.quotas
     # The same generation under another GKE accelerator (v5e device vs podslice) has quota of its own.
-    stem = s.generation.gke_accelerator.rsplit("-", 1)[0]
-    not_drawn = tuple(
-        q for q in tpu_catalog.TPU_QUOTAS.values() if q is not quotas and q.gke_accelerator.rsplit("-", 1)[0] == stem
-    )
+    not_drawn = s.generation.unbuilt_accelerators
     vms = tpu.nodes_max
     chips = vms * s.chips_per_host
     pools: list[PoolNeeds] = []
@@ -283,7 +280,7 @@ def checklist(config: StackConfig) -> Checklist:
         dws = tier.type in tpu_catalog.DWS_CAPACITY_TYPES
         kind = tpu_catalog.QUOTA_KIND_BY_CAPACITY[tier.type]
         quota = None
-        if kind is not None and quotas is not None:
+        if kind is not None:
             quota = QuotaNeed(kind, region, chips, quotas.of(kind), quotas.on_demand if dws else None)
         reservation = None
         if tier.type == "reservation" and tier.reservation:

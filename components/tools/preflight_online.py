@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from components.tools import preflight
+from . import preflight
 
 if TYPE_CHECKING:
     from google.cloud import compute_v1
 
-    from components.config.stack_files import StackFile
+    from ..config.stack_files import StackFile
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_CANNOT_CHECK = 0, 1, 2, 3
 
@@ -427,8 +427,8 @@ def run(
     stack_file: StackFile, *, as_json: bool = False, clients: Callable[[], Clients] = compute_clients
 ) -> tuple[int, str, str]:
     """``(exit code, stdout, stderr)`` of the command; ``clients`` makes the API clients (tests inject fakes)."""
-    from components.config.errors import ConfigError
-    from components.config.stack_files import config_of
+    from ..config.errors import ConfigError
+    from ..config.stack_files import config_of
 
     try:
         checklist = preflight.checklist(config_of(stack_file).config)

@@ -35,8 +35,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.render.core import pod_template_paths
-from components.render.netpol import NAMESPACE_NAME_LABEL, pod_templates
+from ..render.core import pod_template_paths
+from ..render.netpol import NAMESPACE_NAME_LABEL, pod_templates
 
 Labels = tuple[tuple[str, str], ...]
 """Labels as sorted (key, value) pairs: hashable, comparable."""

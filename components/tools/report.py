@@ -9,15 +9,15 @@ import io
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.catalog import tpu as tpu_catalog
-from components.config.isolation import tenancy
-from components.config.resolve import StackPlan
-from components.config.stack import StackConfig
-from components.config.stack_files import StackFile, check_isolation, config_of
-from components.tools import mockengine, preflight
-from components.tools.endpoints import endpoints
-from components.tools.manifests import manifests_of
-from components.tools.mockengine import Registration
+from ..catalog import tpu as tpu_catalog
+from ..config.isolation import tenancy
+from ..config.resolve import StackPlan
+from ..config.stack import StackConfig
+from ..config.stack_files import StackFile, check_isolation, config_of
+from . import mockengine, preflight
+from .endpoints import endpoints
+from .manifests import manifests_of
+from .mockengine import Registration
 
 
 @dataclass
@@ -151,13 +151,17 @@ def tier_costs(config: StackConfig) -> dict[str, Any]:
 
 def plan_json(result: PlanResult) -> dict[str, Any]:
     """The plan as one JSON object (``plan --json``; ``review`` compares two of them)."""
+    # Here, not at the top: the program's wiring loads every Pulumi SDK, which the plan that made
+    # ``result`` has loaded already, and which the CLI's other commands never need.
+    from ..program.build import gke_addons
+
     cfg = result.config
     return {
         "stack": result.stack,
         "environment": cfg.environment.value,
         "project": cfg.project,
         "region": cfg.region,
-        "cluster": {"name": cfg.cluster_name, "location": cfg.cluster_location, "addons": sorted(cfg.addons)},
+        "cluster": {"name": cfg.cluster_name, "location": cfg.cluster_location, "addons": sorted(gke_addons(cfg))},
         # What the stack owns (names, Workload Identity namespaces) and where: review checks the
         # stacks of a plan document against each other (components.config.isolation).
         "tenancy": tenancy(cfg).to_dict(),

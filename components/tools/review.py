@@ -19,9 +19,10 @@ from typing import Any
 
 import yaml
 
-from components.config.isolation import Tenancy, conflicts
-from components.tools import steps as step_model
-from components.tools.endpoints import warnings as endpoint_warnings
+from ..config.isolation import Tenancy, conflicts
+from . import plan_resources
+from . import steps as step_model
+from .endpoints import warnings as endpoint_warnings
 
 COMMENT_MARKER = "<!-- gke-tpu-llm:plan-review -->"
 """First line of the comment, so the workflow updates its own comment instead of adding more."""
@@ -117,10 +118,10 @@ def _cost(plan: Mapping[str, Any] | None) -> float | None:
 
 def compare_stack(stack: str, base: Mapping[str, Any] | None, head: Mapping[str, Any] | None) -> StackChange:
     """``base`` is the base commit's plan of the stack, its ``pulumi stack export``, or None (new stack)."""
-    base_is_state = base is not None and step_model.is_state_export(base)
-    old = step_model.from_state(base) if base is not None and base_is_state else step_model.from_plan(base)
+    base_is_state = base is not None and plan_resources.is_state_export(base)
+    old = plan_resources.from_state(base) if base is not None and base_is_state else plan_resources.from_plan(base)
     region = (head or {}).get("region") or (None if base_is_state else (base or {}).get("region"))
-    prediction = step_model.predict(old, step_model.from_plan(head), region=region)
+    prediction = step_model.predict(old, plan_resources.from_plan(head), region=region)
     plan_base = None if base_is_state else base
     diff = "".join(difflib.unified_diff(_manifest_text(plan_base), _manifest_text(head), f"base/{stack}", f"head/{stack}"))
     environment = str((head or {}).get("environment") or (plan_base or {}).get("environment") or "unknown")
@@ -308,7 +309,7 @@ def load_side(
     its stack (``stack`` names the stack of an export). Checks the shape, so a wrong file is a
     ``DocumentError`` naming it, never a traceback."""
     where = path or "input"
-    if step_model.is_state_export(document):
+    if plan_resources.is_state_export(document):
         if not stack:
             raise DocumentError(f"{where}: a `pulumi stack export` needs --stack NAME (the stack it was exported from)")
         _check_resources(document["deployment"].get("resources") or [], where, ("urn", "type"))

@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.tools import steps as step_model
+from . import plan_resources
+from . import steps as step_model
 
 PROTECT_TYPES_NEEDING_RELEASE = (step_model.CLUSTER, step_model.NODE_POOL)
 """Protected resources that a teardown must remove, so step 1 must have lifted their protection."""
@@ -59,7 +60,7 @@ class TeardownPlan:
         }
 
 
-def _physical(res: step_model.Res) -> str | None:
+def _physical(res: plan_resources.Res) -> str | None:
     meta = res.inputs.get("metadata")
     if isinstance(meta, Mapping) and meta.get("name"):
         ns = meta.get("namespace")
@@ -71,7 +72,7 @@ def _physical(res: step_model.Res) -> str | None:
     return None
 
 
-def _kept(resources: Sequence[step_model.Res]) -> set[str]:
+def _kept(resources: Sequence[plan_resources.Res]) -> set[str]:
     """Protected resources and, transitively, what they depend on: parents, explicit and input
     dependencies, and their provider (the engine keeps all of them under ``--exclude-protected``)."""
     by_urn = {r.urn: r for r in resources}
@@ -90,7 +91,7 @@ def _kept(resources: Sequence[step_model.Res]) -> set[str]:
     return kept
 
 
-def plan_teardown(resources: Sequence[step_model.Res]) -> TeardownPlan:
+def plan_teardown(resources: Sequence[plan_resources.Res]) -> TeardownPlan:
     kept = _kept(resources)
     order = step_model.topological(resources)  # the engine deletes dependents first
     gone = sorted((r for r in resources if r.custom and r.urn not in kept), key=lambda r: -order.get(r.urn, 0))
@@ -112,7 +113,7 @@ def plan_teardown(resources: Sequence[step_model.Res]) -> TeardownPlan:
 
 def plan_teardown_of(plan: Mapping[str, Any]) -> TeardownPlan:
     """The teardown of an offline ``plan STACK --json`` document."""
-    return plan_teardown(step_model.from_plan(plan))
+    return plan_teardown(plan_resources.from_plan(plan))
 
 
 def render(stack: str, environment: str, plan: TeardownPlan) -> str:

@@ -89,7 +89,8 @@ long LWS names, roughly > 50 chars, can fail at run time although admission acce
 
 For every object, top-level ``metadata.namespace`` (DNS-1123 label), ``metadata.labels`` (label
 key/value syntax) and ``metadata.annotations`` (key syntax, 256 KiB total) are checked like the
-API server's ``ValidateObjectMeta`` does.
+API server's ``ValidateObjectMeta`` does. The name and metadata rules, and the JobSet webhook's, are
+in ``components.tools.object_meta``.
 
 ``KUBERNETES_VERSION``
 ----------------------
@@ -112,7 +113,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeGuard
+from typing import Any
 
 import jsonschema
 import kubernetes_validate
@@ -122,9 +123,20 @@ from jsonschema.protocols import Validator
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
-from components import crds
-from components.config.platform import ControllersSpec
-from components.crds.releases import CONTROLLERS, CUSTOM_RESOURCES, MANAGED
+from .. import crds
+from ..config.platform import ControllersSpec
+from ..crds.releases import CONTROLLERS, CUSTOM_RESOURCES, MANAGED
+from .object_meta import (
+    ROOT,
+    Problem,
+    common_metadata_problems,
+    dns1035_label_errors,
+    dns1123_subdomain_errors,
+    format_path,
+    get_path,
+    is_int,
+    jobset_problems,
+)
 
 __all__ = [
     "CONTROLLER_RESOURCES",
@@ -152,103 +164,19 @@ CUSTOM_RESOURCE_SCHEMAS: Mapping[tuple[str, str], str] = MappingProxyType(
     {(r.api_version, r.kind): r.schema for m in MANAGED.values() for r in m.resources if r.schema is not None}
 )
 
-_ROOT = "<root>"
 _MAX_MESSAGE = 400
 _OBJECT_META_REF = "#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
-_TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 _API_VERSION_RE = re.compile(r"(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+[a-z0-9]*")
 _KIND_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-_DNS1123_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_DNS1035_LABEL_RE = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-_QUALIFIED_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_FIELD_NAME_RE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*")
-
-_Problem = tuple[str, str]  # (field path, message)
-
-
-# --------------------------------------------------------------------------- name rules
-
-
-def _pattern_errors(value: str, max_length: int, pattern: re.Pattern[str], rule_text: str) -> list[str]:
-    """The apimachinery name checks: a length limit and a pattern, each with its own message."""
-    errors = []
-    if len(value) > max_length:
-        errors.append(f"must be no more than {max_length} characters")
-    if not pattern.fullmatch(value):
-        errors.append(rule_text)
-    return errors
-
-
-def _dns1123_label_errors(value: str) -> list[str]:
-    return _pattern_errors(
-        value, 63, _DNS1123_LABEL_RE,
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-        "'-', and must start and end with an alphanumeric character",
-    )
-
-
-def _dns1123_subdomain_errors(value: str) -> list[str]:
-    return _pattern_errors(
-        value, 253, _DNS1123_SUBDOMAIN_RE,
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-        "'-' or '.', and must start and end with an alphanumeric character",
-    )
-
-
-def _dns1035_label_errors(value: str, max_length: int = 63) -> list[str]:
-    return _pattern_errors(
-        value, max_length, _DNS1035_LABEL_RE,
-        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-        "with an alphabetic character, and end with an alphanumeric character",
-    )
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    """``k8s.io/apimachinery`` ``IsQualifiedName`` (label and annotation keys)."""
-    prefix, slash, name = value.rpartition("/")
-    errors = []
-    if slash:
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        else:
-            errors.extend(f"prefix part {msg}" for msg in _dns1123_subdomain_errors(prefix))
-    if not name:
-        errors.append("name part must be non-empty")
-        return errors
-    if len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    if not _QUALIFIED_NAME_RE.fullmatch(name):
-        errors.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
-            "and end with an alphanumeric character"
-        )
-    return errors
-
-
-def _label_value_errors(value: str) -> list[str]:
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if value and not _QUALIFIED_NAME_RE.fullmatch(value):
-        errors.append(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', "
-            "'_' or '.', and must start and end with an alphanumeric character"
-        )
-    return errors
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _is_strict_integer(_checker: object, instance: object) -> bool:
     """JSON Schema ``integer`` without jsonschema's "4.0 is an integer" leniency."""
-    return _is_int(instance)
+    return is_int(instance)
 
 
 _StrictValidator: type[Validator] = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
@@ -257,25 +185,13 @@ _StrictValidator: type[Validator] = jsonschema.validators.extend(  # type: ignor
 )
 
 
-def _format_path(parts: Iterable[str | int]) -> str:
-    out = ""
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _FIELD_NAME_RE.fullmatch(part):
-            out += f".{part}" if out else part
-        else:
-            out += f"[{part}]"
-    return out or _ROOT
-
-
 def _shorten(message: str) -> str:
     if len(message) <= _MAX_MESSAGE:
         return message
     return message[: _MAX_MESSAGE - 3] + "..."
 
 
-def _describe_error(error: JsonSchemaValidationError, prefix: Sequence[str | int]) -> list[_Problem]:
+def _describe_error(error: JsonSchemaValidationError, prefix: Sequence[str | int]) -> list[Problem]:
     path = [*prefix, *error.absolute_path]
     if (
         error.validator == "additionalProperties"
@@ -287,21 +203,21 @@ def _describe_error(error: JsonSchemaValidationError, prefix: Sequence[str | int
         patterns = [re.compile(p) for p in error.schema.get("patternProperties", {})]
         extras = [key for key in error.instance if key not in known and not any(p.search(str(key)) for p in patterns)]
         if extras:
-            return [(_format_path([*path, str(key)]), f"unknown field {key!r}") for key in extras]
+            return [(format_path([*path, str(key)]), f"unknown field {key!r}") for key in extras]
     message = error.message
     if error.validator in ("anyOf", "oneOf") and error.context:
         details = list(dict.fromkeys(sub.message for sub in error.context))
         message = f"{message} ({'; '.join(details)})"
-    return [(_format_path(path), _shorten(message))]
+    return [(format_path(path), _shorten(message))]
 
 
-def _schema_problems(validator: Validator, instance: Any, prefix: Sequence[str | int] = ()) -> list[_Problem]:
-    problems: list[_Problem] = []
+def _schema_problems(validator: Validator, instance: Any, prefix: Sequence[str | int] = ()) -> list[Problem]:
+    problems: list[Problem] = []
     try:
         for error in validator.iter_errors(instance):
             problems.extend(_describe_error(error, prefix))
     except referencing.exceptions.Unresolvable as exc:
-        problems.append((_format_path(prefix), f"schema reference cannot be resolved: {exc}"))
+        problems.append((format_path(prefix), f"schema reference cannot be resolved: {exc}"))
     return sorted(problems)
 
 
@@ -366,12 +282,12 @@ def _is_builtin_api_version(api_version: str) -> bool:
     return "." not in group or group.endswith(".k8s.io")
 
 
-def _kv_error_problems(exc: Exception, kubernetes_version: str) -> list[_Problem]:
+def _kv_error_problems(exc: Exception, kubernetes_version: str) -> list[Problem]:
     if isinstance(exc, kubernetes_validate.utils.VersionNotSupportedError):
         versions: list[str] = list(kv_utils.all_versions())
         return [
             (
-                _ROOT,
+                ROOT,
                 (
                     f"kubernetes-validate {kubernetes_validate.__version__} has no schemas for "
                     f"Kubernetes {kubernetes_version} (has {versions[0]} .. {versions[-1]})"
@@ -379,17 +295,17 @@ def _kv_error_problems(exc: Exception, kubernetes_version: str) -> list[_Problem
             )
         ]
     message = getattr(exc, "message", str(exc))
-    return [(_ROOT, f"{type(exc).__name__}: {message}")]
+    return [(ROOT, f"{type(exc).__name__}: {message}")]
 
 
-def _builtin_problems(obj: Mapping[str, Any], kubernetes_version: str) -> list[_Problem]:
+def _builtin_problems(obj: Mapping[str, Any], kubernetes_version: str) -> list[Problem]:
     api_version, kind = obj["apiVersion"], obj["kind"]
     try:
         validator = _builtin_validator(kubernetes_version, api_version, kind)
     except kubernetes_validate.SchemaNotFoundError:
         return [
             (
-                _ROOT,
+                ROOT,
                 (
                     f"no schema for {api_version} {kind}; not a built-in kind of Kubernetes "
                     f"{kubernetes_version} (kubernetes-validate) and not one of the custom "
@@ -481,7 +397,7 @@ def _known_custom_resources() -> str:
     return ", ".join(f"{api} {kind}" for api, kind in CUSTOM_RESOURCES)
 
 
-def _custom_resource_metadata_problems(obj: Mapping[str, Any], kubernetes_version: str) -> list[_Problem]:
+def _custom_resource_metadata_problems(obj: Mapping[str, Any], kubernetes_version: str) -> list[Problem]:
     metadata = obj.get("metadata")
     if metadata is None:
         return [("metadata", "required: custom resources need metadata.name")]
@@ -500,65 +416,19 @@ def _custom_resource_metadata_problems(obj: Mapping[str, Any], kubernetes_versio
         return problems
     if not isinstance(name, str):
         return problems  # type error already reported by the ObjectMeta schema
-    problems.extend(("metadata.name", msg) for msg in _dns1123_subdomain_errors(name))
+    problems.extend(("metadata.name", msg) for msg in dns1123_subdomain_errors(name))
     resource = CUSTOM_RESOURCES.get((obj["apiVersion"], obj["kind"]))
     if resource is not None and resource.name_max_length is not None:
         problems.extend(
             ("metadata.name", f"{msg} ({resource.name_rule})")
-            for msg in _dns1035_label_errors(name, resource.name_max_length)
-        )
-    return problems
-
-
-def _get(mapping: object, *keys: str) -> object:
-    for key in keys:
-        if not isinstance(mapping, Mapping):
-            return None
-        mapping = mapping.get(key)
-    return mapping
-
-
-def _jobset_problems(obj: Mapping[str, Any]) -> list[_Problem]:
-    """Re-implementation of the JobSet validating webhook's generated-name checks."""
-    problems: list[_Problem] = []
-    name = _get(obj, "metadata", "name")
-    if not isinstance(name, str) or _dns1035_label_errors(name):
-        return problems  # already reported
-    replicated_jobs = _get(obj, "spec", "replicatedJobs")
-    if isinstance(replicated_jobs, list):
-        for index, rjob in enumerate(replicated_jobs):
-            rjob_name = _get(rjob, "name")
-            replicas = _get(rjob, "replicas")
-            replicas = 1 if replicas is None else replicas  # CRD default
-            if not isinstance(rjob_name, str) or not _is_int(replicas):
-                continue  # reported by the schema
-            path = f"spec.replicatedJobs[{index}]"
-            job_name = f"{name}-{rjob_name}-{replicas - 1}"
-            for msg in _dns1035_label_errors(job_name):
-                problems.append((path, f"generated Job name {job_name!r} is invalid: {msg} (JobSet webhook)"))
-            job_spec = _get(rjob, "template", "spec")
-            mode = _get(job_spec, "completionMode") or "Indexed"  # JobSet webhook default
-            completions = _get(job_spec, "completions")
-            if mode == "Indexed" and _is_int(completions):
-                pod_name = f"{name}-{rjob_name}-{replicas - 1}-{completions - 1}-abcde"
-                for msg in _dns1035_label_errors(pod_name):
-                    problems.append(
-                        (
-                            path,
-                            (f"generated Pod name {pod_name!r} (5-char random suffix) is invalid: {msg} (JobSet webhook)"),
-                        )
-                    )
-    subdomain = _get(obj, "spec", "network", "subdomain")
-    if isinstance(subdomain, str) and subdomain:
-        problems.extend(
-            ("spec.network.subdomain", msg) for msg in [*_dns1123_subdomain_errors(subdomain), *_dns1035_label_errors(subdomain)]
+            for msg in dns1035_label_errors(name, resource.name_max_length)
         )
     return problems
 
 
 def _custom_resource_problems(
     obj: Mapping[str, Any], kubernetes_version: str, controller_versions: Mapping[str, str]
-) -> list[_Problem]:
+) -> list[Problem]:
     api_version, kind = obj["apiVersion"], obj["kind"]
     controller = CONTROLLER_RESOURCES.get((api_version, kind))
     if controller is None:
@@ -568,50 +438,10 @@ def _custom_resource_problems(
         try:
             problems = _schema_problems(_controller_crd_validator(controller, version, api_version, kind), obj)
         except KeyError as exc:
-            problems = [(_ROOT, str(exc.args[0]) if exc.args else repr(exc))]
+            problems = [(ROOT, str(exc.args[0]) if exc.args else repr(exc))]
     problems.extend(_custom_resource_metadata_problems(obj, kubernetes_version))
     if obj["kind"] == "JobSet":
-        problems.extend(_jobset_problems(obj))
-    return problems
-
-
-# --------------------------------------------------------------------------- common metadata
-
-
-def _common_metadata_problems(obj: Mapping[str, Any]) -> list[_Problem]:
-    """API-server ``ValidateObjectMeta`` checks the schemas cannot express (all kinds)."""
-    metadata = obj.get("metadata")
-    if not isinstance(metadata, Mapping):
-        return []
-    problems: list[_Problem] = []
-    namespace = metadata.get("namespace")
-    if isinstance(namespace, str) and namespace:
-        problems.extend(("metadata.namespace", msg) for msg in _dns1123_label_errors(namespace))
-    labels = metadata.get("labels")
-    if isinstance(labels, Mapping):
-        for key, value in labels.items():
-            if not isinstance(key, str):
-                continue
-            path = _format_path(["metadata", "labels", key])
-            problems.extend((path, f"key {key!r}: {msg}") for msg in _qualified_name_errors(key))
-            if isinstance(value, str):
-                problems.extend((path, f"value {value!r}: {msg}") for msg in _label_value_errors(value))
-    annotations = metadata.get("annotations")
-    if isinstance(annotations, Mapping):
-        total = 0
-        for key, value in annotations.items():
-            if not isinstance(key, str):
-                continue
-            total += len(key) + (len(value) if isinstance(value, str) else 0)
-            path = _format_path(["metadata", "annotations", key])
-            problems.extend((path, f"key {key!r}: {msg}") for msg in _qualified_name_errors(key))
-        if total > _TOTAL_ANNOTATION_SIZE_LIMIT:
-            problems.append(
-                (
-                    "metadata.annotations",
-                    f"may not be more than {_TOTAL_ANNOTATION_SIZE_LIMIT} bytes in total (is {total})",
-                )
-            )
+        problems.extend(jobset_problems(obj))
     return problems
 
 
@@ -620,7 +450,7 @@ def _common_metadata_problems(obj: Mapping[str, Any]) -> list[_Problem]:
 
 def _label(obj: Mapping[str, Any]) -> str:
     kind = obj.get("kind")
-    name = _get(obj, "metadata", "name")
+    name = get_path(obj, "metadata", "name")
     kind_part = kind if isinstance(kind, str) and kind else "<no kind>"
     name_part = name if isinstance(name, str) and name else "<no name>"
     return f"{kind_part}/{name_part}"
@@ -628,7 +458,7 @@ def _label(obj: Mapping[str, Any]) -> str:
 
 def _object_problems(
     obj: Mapping[str, Any], kubernetes_version: str, controller_versions: Mapping[str, str]
-) -> Iterator[_Problem]:
+) -> Iterator[Problem]:
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     api_version_ok = isinstance(api_version, str) and _API_VERSION_RE.fullmatch(api_version) is not None
     kind_ok = isinstance(kind, str) and _KIND_RE.fullmatch(kind) is not None
@@ -643,13 +473,13 @@ def _object_problems(
             yield from _builtin_problems(obj, kubernetes_version)
         else:
             yield (
-                _ROOT,
+                ROOT,
                 (
                     f"no schema for {api_version} {kind}; known: {_known_custom_resources()} "
                     f"and the built-in kinds of Kubernetes {kubernetes_version}"
                 ),
             )
-    yield from _common_metadata_problems(obj)
+    yield from common_metadata_problems(obj)
 
 
 def validate_object(
@@ -664,9 +494,9 @@ def validate_object(
     (e.g. ``config.controllers.by_controller``) picks the LWS/JobSet CRD release; default: the
     ``gke-tpu-llm:controllers`` defaults."""
     if not isinstance(obj, Mapping):
-        return [f"<no kind>/<no name>: {_ROOT}: expected a mapping, got {type(obj).__name__}"]
+        return [f"<no kind>/<no name>: {ROOT}: expected a mapping, got {type(obj).__name__}"]
     label = _label(obj)
-    seen: set[_Problem] = set()
+    seen: set[Problem] = set()
     out: list[str] = []
     for problem in _object_problems(obj, kubernetes_version, controller_versions or {}):
         if problem not in seen:

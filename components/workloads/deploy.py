@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import pulumi
 
-from components.config.resolve import StackPlan
-from components.config.workload import serving_scenario
-from components.platform.addons.capacity_scheduling import CapacityScheduling, CapacitySchedulingArgs, needed
-from components.platform.gke import GkeCluster
-from components.platform.identity import WorkloadIdentity
-from components.platform.storage import StackBucket
-from components.workloads.serving_benchmark import ServingBenchmark, ServingBenchmarkArgs
+from ..config.resolve import StackPlan
+from ..config.workload import serving_scenario
+from ..platform.gke import GkeCluster
+from ..platform.identity import WorkloadIdentity
+from ..platform.storage import StackBucket
+from .serving_benchmark import ServingBenchmark, ServingBenchmarkArgs
 
 
 class Deploy(Protocol):
@@ -25,6 +24,7 @@ class Deploy(Protocol):
         cluster: GkeCluster,
         identity: WorkloadIdentity,
         buckets: Mapping[str, StackBucket],
+        addons: Mapping[str, pulumi.Resource] | None = None,
     ) -> Mapping[str, Any]: ...
 
 
@@ -34,20 +34,14 @@ def deploy_workload(
     cluster: GkeCluster,
     identity: WorkloadIdentity,
     buckets: Mapping[str, StackBucket],
-    pools: Sequence[pulumi.Resource] = (),
+    addons: Mapping[str, pulumi.Resource] | None = None,
 ) -> Mapping[str, pulumi.Input[Any]]:
-    """Create the workload's components; return the stack outputs it adds (endpoint, commands, …)."""
+    """Create the workload's components; return the stack outputs it adds (endpoint, commands, …).
+    ``addons``: the cluster add-ons the program installed first (``components.program.build.build_addons``:
+    capacity scheduling, the metrics adapter), by name, for the kind to depend on."""
     module_name, _, function = stack.config.kind_info.deploy.partition(":")
     deploy: Deploy = getattr(importlib.import_module(module_name), function)
-    if needed(stack.config):
-        # Capacity tiers (tpu.capacity): the ComputeClass or Kueue queue first; every workload object
-        # registered after attach() gets the selectors/queue label it needs and depends on them
-        # (components/platform/addons/capacity_scheduling.py). One tier: nothing, so the plan is unchanged.
-        CapacityScheduling(
-            "capacity-scheduling",
-            CapacitySchedulingArgs(config=stack.config, provider=cluster.provider, namespace_ready=[identity], pools=pools),
-        ).attach()
-    outputs = deploy(stack, cluster=cluster, identity=identity, buckets=buckets)
+    outputs = deploy(stack, cluster=cluster, identity=identity, buckets=buckets, addons=addons)
     scenario = serving_scenario(stack.config)
     if scenario is None or not scenario.benchmark:
         return outputs

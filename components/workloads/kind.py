@@ -1,6 +1,8 @@
 """What a workload kind declares, once, in its package's ``__init__``: the facts every other layer
-reads (the config union, the planner's engine, the cluster's add-ons, the controllers and their
-CRDs, the secrets, the deploy function). ``components.workloads.registry`` lists the kinds."""
+reads (the config union, the planner's engine and performance factors, the cluster add-ons its
+settings opt into, its security-scan waivers, the secrets, the deploy function).
+``components.workloads.registry`` lists the kinds; ``tests/test_kind_facts.py`` holds every kind to
+declaring each fact."""
 
 from __future__ import annotations
 
@@ -8,13 +10,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from components import planner
-from components.config.errors import rule
-from components.config.workload import WorkloadBase, section_field
+from .. import planner
+from ..catalog.calibration import FACTORS
+from ..config.errors import NAMESPACE, Violation, rule
+from ..config.workload import WorkloadBase, section_field
 
 if TYPE_CHECKING:  # the stack config imports this module
-    from components.catalog.tpu import TpuSlice
-    from components.config.stack import StackConfig
+    from ..catalog.tpu import TpuSlice
+    from ..config.stack import StackConfig
+
+ScanWaivers = Mapping[str, Mapping[str, str]]
+"""checkov check id -> {``Kind/name`` of a rendered object (globs allowed): why it fails that check by
+design} (``components.tools.scan``, which merges every kind's and add-on's)."""
 
 
 @dataclass(frozen=True)
@@ -27,13 +34,25 @@ class WorkloadKindInfo:
     mode: Literal["serve", "train"]
     deploy: str
     """``module:function`` that creates the kind's components (imported only by the program, so the
-    config and planner never load Pulumi)."""
+    config and planner never load Pulumi). The kind's package writes it from its ``__name__``
+    (``f"{__name__}.component:deploy"``), so it names the module under either import name of the
+    package (``components`` here, ``gke_tpu_llm`` installed)."""
     summary: str
     """One line for the README and ``--help``."""
-    addons: frozenset[str] = frozenset()
-    """GKE add-ons the cluster enables for this kind (``GkeCluster``)."""
-    controllers: tuple[str, ...] = ()
-    """In-cluster controllers installed with pinned versions and vendored CRDs (``components.crds``)."""
+    addons: Callable[[StackConfig], frozenset[str]]
+    """The cluster-level features a stack of this kind needs with its settings (the stack's
+    ``StackConfig.addons``), each by its name in one of three tables: GKE add-ons the cluster enables
+    (``components.platform.gke.ADDONS``), pinned controllers installed with vendored CRDs
+    (``components.crds.releases.CONTROLLERS``, e.g. ``lws``; the kind's component registers them) and
+    the add-on modules the program wires (``components.platform.addons``, e.g. ``metricsAdapter``).
+    Called on resolved stacks and while a stack loads (its slice may not be chosen yet: a
+    slice-dependent add-on is absent until it is)."""
+    scan_waivers: ScanWaivers
+    """The checkov checks this kind's rendered objects fail by design, per object, each with its reason
+    (``components.tools.scan``). A listed object that no longer fails its check fails the scan test."""
+    perf_key: str | None
+    """Row of the serving model's efficiency factors (``components.catalog.calibration.FACTORS``) this
+    kind's engine is estimated with; None for a training kind (nothing to estimate)."""
     secrets: Mapping[str, str] = field(default_factory=dict)
     """Secret config keys the kind may need and what each holds; the section's
     ``required_secrets()`` says which its current settings need."""
@@ -86,3 +105,43 @@ def benchmark_rules(workload: WorkloadBase, kinds: Mapping[str, WorkloadKindInfo
             "remove workload.serving.benchmark (measure the server with your own client)",
         )
     ]
+
+
+def perf_key_violation(info: WorkloadKindInfo) -> Violation | None:
+    """Why the kind's ``perf_key`` cannot be estimated with (a serving kind without one, or one the
+    calibration table has no row for), naming the kind and the key; None when it can. ``estimate``
+    and ``plan`` report it as a configuration error (exit 2) instead of failing on the lookup."""
+    key = info.perf_key
+    where = info.workload.__module__.rpartition(".")[0].replace(".", "/") + "/__init__.py"  # the kind's package
+    if info.mode == "train" or key in FACTORS:
+        return None
+    return Violation(
+        f"{NAMESPACE}:workload.kind",
+        info.kind,
+        f"cannot be estimated: its perf_key {key!r} ({where}) is not a row of the efficiency-factor table "
+        "(components/catalog/calibration.py FACTORS)",
+        ", ".join(sorted(FACTORS)),
+        f"set perf_key in {where} to one of these rows, or add the engine's factors to FACTORS",
+    )
+
+
+def always(*names: str) -> Callable[[StackConfig], frozenset[str]]:
+    """``WorkloadKindInfo.addons`` of a kind that needs the same add-ons whatever its settings."""
+    needed = frozenset(names)
+    return lambda config: needed
+
+
+# --------------------------------------------------------------------------- reasons several kinds' waivers share
+
+
+def tpu_host_reason(what: str, resource: str) -> str:
+    """Why a pod that takes a whole TPU host requests no CPU or memory (checkov CKV_K8S_10/12)."""
+    return (
+        f"{what} takes every TPU chip of its host (google.com/tpu = chips per VM), so the scheduler places one per TPU "
+        f"VM and the VM's {resource} is the pod's; a {resource} request would change no placement"
+    )
+
+
+def image_user_reason(upstream: str) -> str:
+    """Why a pod runs as its image's user (checkov CKV_K8S_23 runAsNonRoot and CKV_K8S_40 high UID)."""
+    return f"runs as its image's user, which the upstream manifest ({upstream}) never overrides; not tested under another UID"

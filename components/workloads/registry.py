@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from components.workloads import jetstream, maxtext_ray, saxml, vllm
-from components.workloads.kind import WorkloadKindInfo
+from . import jetstream, maxtext_ray, saxml, vllm
+from .kind import WorkloadKindInfo
 
 KINDS: tuple[WorkloadKindInfo, ...] = (
     jetstream.KIND,

@@ -28,17 +28,17 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config.errors import NAMESPACE, ConfigError, Violation
-from components.config.resolve import StackPlan
-from components.config.workload import ServingSpec, serving_scenario
-from components.platform import k8s as k8s_objects
-from components.platform.gke import GkeCluster
-from components.platform.identity import principal_member
-from components.platform.network_policies import NetworkPolicies
-from components.platform.storage import StackBucket
-from components.render import benchmark as render
-from components.workloads.kind import benchmark_rules
-from components.workloads.registry import BY_KIND
+from ..config.errors import NAMESPACE, ConfigError, Violation
+from ..config.resolve import StackPlan
+from ..config.workload import ServingSpec, serving_scenario
+from ..platform import k8s as k8s_objects
+from ..platform.gke import GkeCluster
+from ..platform.identity import principal_member
+from ..platform.network_policies import NetworkPolicies
+from ..platform.storage import StackBucket
+from ..render import benchmark as render
+from .kind import benchmark_rules
+from .registry import BY_KIND
 
 BUCKET_ROLE = "roles/storage.objectUser"
 """Read-write objects (the GCS FUSE CSI driver's documented role for a read-write mount), narrowed to

@@ -1,13 +1,13 @@
 """A Pulumi program of one's own: a GKE cluster and two TPU slice pools, no stack config.
 
 No workload, bucket or secret: the components take their own typed Args. Run it as the
-``__main__.py`` of any Pulumi Python project that has this repository's ``components`` package on
-its path (``pulumi preview``); ``tests/test_library.py`` runs it offline under Pulumi's mocks.
+``__main__.py`` of any Pulumi Python project whose virtualenv has the library installed
+(``pip install <this repository>``; then ``pulumi preview``). ``tests/test_install.py`` runs it that
+way under Pulumi's mocks, from outside the repository; ``tests/test_library.py`` runs it in place.
 """
 
 import pulumi
-
-from components import GkeCluster, GkeClusterArgs, TpuSlicePool, TpuSlicePoolArgs
+from gke_tpu_llm import GkeCluster, GkeClusterArgs, TpuSlicePool, TpuSlicePoolArgs
 
 # A regional Standard cluster with the stack files' defaults: REGULAR channel, Dataplane V2, a CPU
 # system pool, Workload Identity, and its own least-privilege node service account.

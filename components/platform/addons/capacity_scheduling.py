@@ -8,22 +8,31 @@ This component registers those objects (the Kueue controller first, pinned like 
 ``render.capacity.apply_scheduling`` (ComputeClass selector and toleration, exclusive placement, queue
 label) and, where that changed it, depends on this component, so no kind needs code of its own.
 
-A stack with one tier creates nothing here (``needed`` is false): its plan is what it was.
+A stack with one tier creates nothing here (``needed`` is false): its plan is what it was. An add-on
+module (``components.platform.addons.Addon``): the program installs it, first, when ``needed``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.stack import StackConfig
-from components.platform import k8s as k8s_objects
-from components.platform.addons.controllers import HelmController
-from components.render import tiers as capacity
+from ...config.stack import StackConfig
+from ...render import tiers as capacity
+from .. import k8s as k8s_objects
+from .controllers import HelmController
+
+if TYPE_CHECKING:
+    from ..gke import GkeCluster
+
+NAME = "capacityScheduling"
+"""The add-on's name (a stack opts in through its capacity tiers, not its kind)."""
+SCAN_WAIVERS: Mapping[str, Mapping[str, str]] = {}
+"""None: the ComputeClass and Kueue queue objects run no pods (Kueue's own chart is not scanned)."""
 
 
 @dataclass(frozen=True)
@@ -125,3 +134,20 @@ class CapacityScheduling(pulumi.ComponentResource):
     def attach(self) -> None:
         """Apply :meth:`transformation` to every resource the program registers from now on (the workload's)."""
         pulumi.runtime.register_stack_transformation(self.transformation)
+
+
+def install(
+    config: StackConfig,
+    *,
+    cluster: GkeCluster,
+    namespace_ready: Sequence[pulumi.Resource] = (),
+    pools: Sequence[pulumi.Resource] = (),
+) -> CapacityScheduling:
+    """The stack's scheduling objects, attached: every resource registered afterwards (the workload's)
+    gets the selectors or queue label its tiers need and depends on them."""
+    scheduling = CapacityScheduling(
+        "capacity-scheduling",
+        CapacitySchedulingArgs(config=config, provider=cluster.provider, namespace_ready=namespace_ready, pools=pools),
+    )
+    scheduling.attach()
+    return scheduling

@@ -9,7 +9,12 @@ declared once in ``components.crds.releases``; this module only registers it. Us
     )
     ...  # every custom resource of a kind it serves: depends_on=[controller.release]
 
-(LWS: ``components/workloads/vllm/component.py``.) The release's values are the table's
+(LWS: ``components/workloads/vllm/component.py``.) Which controllers a stack installs follows its
+settings (``WorkloadKindInfo.addons``: LWS for JetStream and for multi-host vLLM, JobSet for Saxml;
+Kueue with a queued-provisioning tier, ``components.platform.addons.capacity_scheduling``). The
+release is cluster-wide, so where a kind registers it is adopted by the others: a controller's
+``adopts`` (the table) lists its earlier homes, and a ``HelmController`` under any other parent
+aliases them (:func:`adopted_homes`). The release's values are the table's
 ``Controller.helm_values(version)``: its ``values`` (Kueue: ``components.crds.releases.kueue_values``,
 the integrations our workload kinds need) plus the controller image pinned by tag and digest from
 ``components/catalog/images.json``; a top-level key of ``values`` given here replaces the
@@ -79,7 +84,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import crds as vendored_crds
+from ... import crds as vendored_crds
+from ..identity import stack_urn
 
 CRD_FIELD_MANAGER = "gke-tpu-llm"
 """Server-Side Apply field manager of the CRDs (``kubectl get crd NAME --show-managed-fields``)."""
@@ -103,6 +109,16 @@ def crd_object(crd: Mapping[str, Any]) -> dict[str, Any]:
     return {**crd, "metadata": metadata}
 
 
+def adopted_homes(controller: str, parent_type: str | None) -> list[tuple[str, str]]:
+    """The earlier homes (type chain, name) whose state a ``HelmController`` of ``controller`` under a
+    parent of type ``parent_type`` (None: top level) adopts: the table's ``adopts`` except its own."""
+    return [
+        (f"{home}${HelmController.TYPE}", name)
+        for home, name in vendored_crds.CONTROLLERS[controller].adopts
+        if home != parent_type
+    ]
+
+
 class HelmController(pulumi.ComponentResource):
     TYPE = "gke-tpu-llm:controllers:HelmController"
 
@@ -120,6 +136,11 @@ class HelmController(pulumi.ComponentResource):
         values: Mapping[str, Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        parent = opts.parent if opts is not None else None
+        homes = adopted_homes(controller, parent.pulumi_resource_type if parent is not None else None)
+        if homes:  # the cluster's one release keeps its state wherever another kind registered it
+            adopt = pulumi.ResourceOptions(aliases=[stack_urn(chain, old) for chain, old in homes])
+            opts = pulumi.ResourceOptions.merge(opts, adopt)
         super().__init__(self.TYPE, name, None, opts)
         declared = vendored_crds.CONTROLLERS[controller]
         chart = declared.chart  # URL, namespace: components/crds/releases.py

@@ -11,7 +11,7 @@ Ordering between conversion and serving is data, not Pulumi waiting: the Job run
 Pulumi does not await it (``pulumi.com/skipAwait``); the LWS leader's init container waits for the
 converted checkpoint's commit marker in the bucket, and only then starts the server.
 
-The renderers (``components.workloads.jetstream.render``) hold every field; this module only registers them.
+The renderers (``components.workloads.jetstream.render`` and ``checkpoint``) hold every field; this module only registers them.
 They take the buckets' deterministic names (``StackConfig.bucket_name``), so each object that embeds
 a bucket name lists that bucket in ``depends_on``: the engine still creates the bucket first.
 """
@@ -24,16 +24,18 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config.errors import NAMESPACE
-from components.config.resolve import StackPlan
-from components.platform import k8s as k8s_objects
-from components.platform.addons.controllers import HelmController
-from components.platform.gke import CLOUD_PLATFORM_SCOPE, GkeCluster, cpu_shielding
-from components.platform.identity import WorkloadIdentity
-from components.platform.network_policies import network_policies
-from components.platform.storage import StackBucket
-from components.workloads.jetstream import render as render
-from components.workloads.jetstream.spec import settings
+from ...config.errors import NAMESPACE
+from ...config.resolve import StackPlan
+from ...platform import k8s as k8s_objects
+from ...platform.addons.controllers import HelmController
+from ...platform.cluster_settings import CLOUD_PLATFORM_SCOPE, cpu_shielding
+from ...platform.gke import GkeCluster
+from ...platform.identity import WorkloadIdentity
+from ...platform.network_policies import network_policies
+from ...platform.storage import StackBucket
+from . import checkpoint
+from . import render as render
+from .spec import settings
 
 META_URL_SECRET_KEY = "metaCheckpointUrl"
 CONVERTER_POOL = "ckpt-convert"
@@ -88,7 +90,9 @@ class CheckpointConversion(pulumi.ComponentResource):
                 workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
                 shielded_instance_config=cpu_shielding(config),
                 taints=[
-                    gcp.container.NodePoolNodeConfigTaintArgs(key=render.CONVERTER_TAINT_KEY, value="true", effect="NO_SCHEDULE")
+                    gcp.container.NodePoolNodeConfigTaintArgs(
+                        key=checkpoint.CONVERTER_TAINT_KEY, value="true", effect="NO_SCHEDULE"
+                    )
                 ],
                 resource_labels=config.labels,
             ),
@@ -107,12 +111,12 @@ class CheckpointConversion(pulumi.ComponentResource):
         self.pool_name = pool.name
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         secret = k8s_objects.create(
-            render.render_meta_url_secret(stack, namespace=identity.namespace, url=meta_url),
+            checkpoint.render_meta_url_secret(stack, namespace=identity.namespace, url=meta_url),
             f"{name}-meta-url",
             pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[identity.service_account])),
         )
         k8s_objects.create(
-            render.render_conversion_job(
+            checkpoint.render_conversion_job(
                 stack,
                 namespace=identity.namespace,
                 service_account=identity.service_account_name,
@@ -124,7 +128,7 @@ class CheckpointConversion(pulumi.ComponentResource):
                 k8s_opts, pulumi.ResourceOptions(depends_on=[secret, pool, identity.service_account, checkpoint_bucket])
             ),
         )
-        self.output_path = render.checkpoint_path(stack, bucket_name)
+        self.output_path = checkpoint.checkpoint_path(stack, bucket_name)
         self.register_outputs({"pool_name": self.pool_name, "output_path": self.output_path})
 
 
@@ -194,12 +198,17 @@ class JetstreamServer(pulumi.ComponentResource):
             pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[identity.service_account])),
         )
         self.service_name = render.SERVICE_NAME
-        self.checkpoint_path = render.checkpoint_path(stack, checkpoint_bucket)
+        self.checkpoint_path = checkpoint.checkpoint_path(stack, checkpoint_bucket)
         self.register_outputs({"service_name": self.service_name, "checkpoint_path": self.checkpoint_path})
 
 
 def deploy(
-    stack: StackPlan, *, cluster: GkeCluster, identity: WorkloadIdentity, buckets: Mapping[str, StackBucket]
+    stack: StackPlan,
+    *,
+    cluster: GkeCluster,
+    identity: WorkloadIdentity,
+    buckets: Mapping[str, StackBucket],
+    addons: Mapping[str, pulumi.Resource] | None = None,  # the cluster add-ons installed: none is this kind's
 ) -> Mapping[str, Any]:
     """Create the serving (and, when enabled, the conversion) components; return the stack outputs."""
     spec = settings(stack.config)
@@ -216,7 +225,7 @@ def deploy(
             checkpoint_bucket=buckets[spec.checkpoint_bucket],
             meta_url=meta_url,
         )
-        outputs["jetstream_conversion_logs_command"] = render.conversion_logs_command(namespace)
+        outputs["jetstream_conversion_logs_command"] = checkpoint.conversion_logs_command(namespace)
     server = JetstreamServer("jetstream", stack, cluster=cluster, identity=identity, buckets=buckets)
     # Default-deny ingress for the namespace plus the flows the workload declares (render.network_intents).
     objects = render.manifests(

@@ -29,10 +29,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.config.resolve import StackPlan
-from components.render import netpol
-from components.render.core import common_labels, with_baseline_security
-from components.workloads.jetstream.spec import (
+from ...catalog.tpu import NODEPOOL_LABEL
+from ...config.resolve import StackPlan
+from ...render import netpol
+from ...render.core import common_labels, with_baseline_security
+from .checkpoint import (
+    SKIP_AWAIT,
+    checkpoint_marker,
+    checkpoint_path,
+    gcs,
+    render_conversion_job,
+    render_meta_url_secret,
+)
+from .spec import (
     GRPC_PORT,
     HTTP_PORT,
     PROXY_PORT,
@@ -45,42 +54,10 @@ from components.workloads.jetstream.spec import (
 
 LWS_NAME = "jetstream-pathways"
 SERVICE_NAME = "jetstream-svc"
-CONVERTER_JOB_NAME = "checkpoint-converter"
-META_URL_SECRET = "meta-checkpoint-url"
-META_URL_KEY = "url"
-META_URL_ENV = "META_URL"
-CONVERTER_ENTRYPOINT = "/usr/bin/checkpoint_converter.sh"
-"""The converter image's ENTRYPOINT (ai-on-gke tutorials-and-examples inference-servers/checkpoints/Dockerfile)."""
-# The Meta URL is a bearer credential (a signed download URL). The entrypoint reads it from $META_URL
-# when --meta_url is not given (the variable is never reset before its option loop) and feeds it to
-# `llama download` on stdin, so passing it through the environment keeps it out of every process's
-# argv (/proc/<pid>/cmdline, visible to anything that lists processes on the node). The script also
-# echoes it ("Meta url=...", "META_URL: ..."), so this wrapper runs the entrypoint with the Job's
-# args and masks the URL in its log lines (bash builtins only: the value never becomes an argument).
-CONVERTER_WRAPPER = """set -o pipefail
-shopt -s extglob
-"$0" "$@" 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
-  line="${line//"$META_URL"/[meta-url redacted]}"
-  printf '%s\\n' "${line//@(Policy|Signature|Key-Pair-Id)=+([^&[:space:]])/[signed-url part redacted]}"
-done
-"""
-# The second substitution masks the signed parts of any per-file URL the downloader derives from
-# META_URL and might print (its query carries the same Policy/Signature/Key-Pair-Id).
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
-CONVERTER_TAINT_KEY = "gke-tpu-llm/checkpoint-converter"
-
 # LWS placement annotations (kubernetes-sigs/lws api/leaderworkerset/v1 ExclusiveKeyAnnotationKey,
 # SubGroupExclusiveKeyAnnotationKey): one group (or one sub-group) per node pool, i.e. per slice.
 EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 SUBGROUP_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
-
-# pulumi-kubernetes waits for a Service to have ready endpoints and for a Job to finish, 10 minutes
-# by default; the server becomes ready only after the checkpoint restore and the Job runs for hours.
-SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
-
-# Orbax writes this file into a checkpoint directory on GCS once the save is committed (GCS has no
-# atomic rename); its presence means the converter finished writing the directory.
-COMMIT_MARKER = "commit_success.txt"
 
 TPU_TOLERATION = {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
 
@@ -171,33 +148,6 @@ def layout(stack: StackPlan) -> Layout:
         tpu_per_host=tpu_slice.tpu_per_host,
         node_selector=dict(tpu_slice.node_selector),
     )
-
-
-def gcs(bucket: str, *path: str) -> str:
-    """``gs://<bucket>/<path>``; empty path parts are skipped."""
-    return "".join(("gs://", bucket, *(f"/{p}" for p in path if p)))
-
-
-def checkpoint_path(stack: StackPlan, bucket: str) -> str:
-    """What the server loads: the converter's int8 output, or its unscanned bf16 items."""
-    spec = spec_of(stack)
-    directory = spec.checkpoint_dir(stack.config.workload.model)
-    if stack.config.workload.weights == "int8":
-        return gcs(bucket, directory, "int8")
-    return gcs(bucket, directory, "bf16/unscanned/checkpoints/0/items")
-
-
-def checkpoint_marker(stack: StackPlan, bucket: str) -> str:
-    """The object whose presence means the checkpoint is committed (Orbax's GCS commit file).
-
-    The int8 checkpoint is one PyTree directory (marker inside it); the bf16 one is step 0 of a
-    CheckpointManager, which commits the step directory that holds ``items``.
-    """
-    spec = spec_of(stack)
-    directory = spec.checkpoint_dir(stack.config.workload.model)
-    if stack.config.workload.weights == "int8":
-        return gcs(bucket, directory, "int8", COMMIT_MARKER)
-    return gcs(bucket, directory, "bf16/unscanned/checkpoints/0", COMMIT_MARKER)
 
 
 def _number(value: float) -> str:
@@ -469,95 +419,6 @@ def render_service(stack: StackPlan, *, namespace: str) -> dict[str, Any]:
     }
 
 
-def render_meta_url_secret(stack: StackPlan, *, namespace: str, url: Any) -> dict[str, Any]:
-    """The Meta download URL; the Job reads it by reference, so the URL never appears in the Job."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {
-            "name": META_URL_SECRET,
-            "namespace": namespace,
-            "labels": common_labels(stack.config.stack, "checkpoint-converter"),
-        },
-        "type": "Opaque",
-        "stringData": {META_URL_KEY: url},
-    }
-
-
-def converter_args(stack: StackPlan, bucket: str) -> list[str]:
-    """Arguments of the converter (ai-on-gke checkpoint-converter.yaml, in its order)."""
-    spec = spec_of(stack)
-    model = stack.config.workload.model
-    profile = spec.model_profile(model)
-    if profile is None:  # stack_rules reports it; unreachable for a validated stack
-        raise ValueError(f"no JetStream profile for {model}")
-    conversion = spec.conversion
-    int8 = stack.config.workload.weights == "int8"
-    args = [
-        f"--bucket_name={bucket}",
-        "--inference_server=jetstream-maxtext",
-        # no --meta_url: the entrypoint reads $META_URL (CONVERTER_WRAPPER), never argv
-        f"--model_name={profile.converter_model_name}",
-        f"--model_path={conversion.meta_model_id or profile.meta_model_id}",
-        f"--output_directory={gcs(bucket, spec.checkpoint_dir(model))}",
-    ]
-    if int8:
-        args += ["--quantize_type=int8", "--quantize_weights=True"]
-    return args
-
-
-def render_conversion_job(
-    stack: StackPlan,
-    *,
-    namespace: str,
-    service_account: str,
-    checkpoint_bucket: str,
-    node_pool: str,
-) -> dict[str, Any]:
-    """The Job that converts Meta's checkpoint into the bucket, on the converter's tainted CPU pool."""
-    conversion = spec_of(stack).conversion
-    labels = common_labels(stack.config.stack, "checkpoint-converter")
-    job: dict[str, Any] = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": CONVERTER_JOB_NAME, "namespace": namespace, "labels": labels, "annotations": dict(SKIP_AWAIT)},
-        "spec": {
-            # One retry for a real failure; evictions and node preemption do not count (podFailurePolicy).
-            "backoffLimit": 1,
-            "activeDeadlineSeconds": conversion.deadline_hours * 3600,
-            "podFailurePolicy": {
-                "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
-            },
-            # No ttlSecondsAfterFinished: a garbage-collected Job would be re-created (and re-run) by Pulumi.
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "serviceAccountName": service_account,
-                    "restartPolicy": "Never",
-                    "nodeSelector": {NODEPOOL_LABEL: node_pool},
-                    "tolerations": [{"key": CONVERTER_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
-                    "containers": [
-                        {
-                            "name": "inference-checkpoint",
-                            "image": conversion.image,
-                            "imagePullPolicy": "IfNotPresent",
-                            "command": ["/bin/bash", "-c", CONVERTER_WRAPPER, CONVERTER_ENTRYPOINT],
-                            "args": converter_args(stack, checkpoint_bucket),
-                            "env": [
-                                {
-                                    "name": META_URL_ENV,
-                                    "valueFrom": {"secretKeyRef": {"name": META_URL_SECRET, "key": META_URL_KEY}},
-                                }
-                            ],
-                        }
-                    ],
-                },
-            },
-        },
-    }
-    return with_baseline_security(job)
-
-
 def port_forward_command(namespace: str) -> str:
     return f"kubectl port-forward svc/{SERVICE_NAME} {HTTP_PORT}:{HTTP_PORT} -n {namespace}"
 
@@ -570,10 +431,6 @@ def curl_example() -> str:
 def server_logs_command(namespace: str) -> str:
     # LWS names the leader pod <lws>-<group index>; group 0 is the only group (replicas: 1).
     return f"kubectl logs -f {LWS_NAME}-0 -c jax-tpu -n {namespace}"
-
-
-def conversion_logs_command(namespace: str) -> str:
-    return f"kubectl logs -f job/{CONVERTER_JOB_NAME} -n {namespace}"
 
 
 def manifests(

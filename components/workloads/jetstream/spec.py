@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from components.catalog import gce
-from components.catalog.images import image
-from components.config.base import BucketNeed, PinnedImage, Spec, machine_type_rules
-from components.config.errors import raise_rules, rule
-from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
-from components.planner.perf import Server
+from ...catalog import gce
+from ...catalog.images import image
+from ...config.base import BucketNeed, PinnedImage, Spec, machine_type_rules
+from ...config.errors import raise_rules, rule
+from ...config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
+from ...planner.perf import Server
 
 if TYPE_CHECKING:
-    from components.catalog.tpu import TpuSlice
-    from components.config.stack import StackConfig
+    from ...catalog.tpu import TpuSlice
+    from ...config.stack import StackConfig
 
 # Default images, by tag and digest (components/catalog/images.json).
 CONVERTER_IMAGE = image("inference-checkpoint")

@@ -35,15 +35,15 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config.resolve import StackPlan
-from components.config.stack import StackConfig
-from components.platform import k8s as k8s_objects
-from components.platform.gke import GkeCluster
-from components.platform.identity import WorkloadIdentity
-from components.platform.network_policies import network_policies
-from components.platform.storage import StackBucket
-from components.workloads.maxtext_ray import render as render
-from components.workloads.maxtext_ray.spec import repository_id, settings
+from ...config.resolve import StackPlan
+from ...config.stack import StackConfig
+from ...platform import k8s as k8s_objects
+from ...platform.gke import GkeCluster
+from ...platform.identity import WorkloadIdentity
+from ...platform.network_policies import network_policies
+from ...platform.storage import StackBucket
+from . import render as render
+from .spec import repository_id, settings
 
 READER_ROLE = "roles/artifactregistry.reader"
 
@@ -144,7 +144,12 @@ class RayTraining(pulumi.ComponentResource):
 
 
 def deploy(
-    stack: StackPlan, *, cluster: GkeCluster, identity: WorkloadIdentity, buckets: Mapping[str, StackBucket]
+    stack: StackPlan,
+    *,
+    cluster: GkeCluster,
+    identity: WorkloadIdentity,
+    buckets: Mapping[str, StackBucket],
+    addons: Mapping[str, pulumi.Resource] | None = None,  # the cluster add-ons installed: none is this kind's
 ) -> Mapping[str, Any]:
     """Create the image repository and, once its build is recorded, the Ray training objects; return the
     commands a user runs next."""

@@ -25,15 +25,15 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from components.catalog.models import MODELS
-from components.catalog.tpu import TPU_RESOURCE, TpuSlice
-from components.config import naming
-from components.config.gke_rules import QUEUED_PROVISIONING
-from components.config.resolve import StackPlan, workload_of
-from components.config.stack import StackConfig
-from components.render import netpol
-from components.render.core import common_labels, with_baseline_security
-from components.workloads.maxtext_ray.spec import repository_id, settings
+from ...catalog.models import MODELS
+from ...catalog.tpu import TPU_RESOURCE, TpuSlice
+from ...config import naming
+from ...config.gke_rules import QUEUED_PROVISIONING
+from ...config.resolve import StackPlan, workload_of
+from ...config.stack import StackConfig
+from ...render import netpol
+from ...render.core import common_labels, with_baseline_security
+from .spec import repository_id, settings
 
 CLUSTER_NAME = "maxtext-tpu-cluster"
 """RayCluster name (upstream's); KubeRay names the head Service ``<name>-head-svc``. Only the standalone

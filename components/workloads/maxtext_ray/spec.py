@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from components.catalog.models import MODELS
-from components.config import naming
-from components.config.base import BucketNeed, Spec
-from components.config.errors import raise_rules, rule
-from components.config.isolation import Claim
-from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
+from ...catalog.models import MODELS
+from ...config import naming
+from ...config.base import BucketNeed, Spec
+from ...config.errors import raise_rules, rule
+from ...config.isolation import Claim
+from ...config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
 
 if TYPE_CHECKING:
-    from components.config.stack import StackConfig
+    from ...config.stack import StackConfig
 
 QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
 """A Kubernetes resource quantity such as ``2``, ``500m``, ``8Gi`` or ``200G``."""

@@ -21,15 +21,15 @@ from typing import Any, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.resolve import StackPlan
-from components.platform import k8s as k8s_objects
-from components.platform.addons.controllers import HelmController
-from components.platform.gke import GkeCluster
-from components.platform.identity import WorkloadIdentity
-from components.platform.network_policies import network_policies
-from components.platform.storage import StackBucket
-from components.workloads.saxml import render as render
-from components.workloads.saxml.spec import BUCKET_KEY, settings
+from ...config.resolve import StackPlan
+from ...platform import k8s as k8s_objects
+from ...platform.addons.controllers import HelmController
+from ...platform.gke import GkeCluster
+from ...platform.identity import WorkloadIdentity
+from ...platform.network_policies import network_policies
+from ...platform.storage import StackBucket
+from . import render as render
+from .spec import BUCKET_KEY, settings
 
 # Bucket key of the Saxml admin state in the stack file (``gke-tpu-llm:buckets.sax``).
 # The admin server creates and overwrites its state objects; both roles allow that on the bucket only.
@@ -169,7 +169,12 @@ def outputs(stack: StackPlan, serving: SaxmlServing, namespace: str) -> dict[str
 
 
 def deploy(
-    stack: StackPlan, *, cluster: GkeCluster, identity: WorkloadIdentity, buckets: Mapping[str, StackBucket]
+    stack: StackPlan,
+    *,
+    cluster: GkeCluster,
+    identity: WorkloadIdentity,
+    buckets: Mapping[str, StackBucket],
+    addons: Mapping[str, pulumi.Resource] | None = None,  # the cluster add-ons installed: none is this kind's
 ) -> Mapping[str, Any]:
     """Create the Saxml serving component; return the stack outputs it adds."""
     # The bucket and its write role are checked at config load (SaxmlSpec.stack_rules).

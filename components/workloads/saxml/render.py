@@ -29,12 +29,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.catalog.models import MODELS
-from components.config.resolve import StackPlan
-from components.policy.checks import PRIVILEGED_TPU_ANNOTATION, PRIVILEGED_TPU_REASON
-from components.render import netpol
-from components.render.core import INTERNAL_LB_ANNOTATION, common_labels, with_baseline_security
-from components.workloads.saxml.spec import settings
+from ...catalog.models import MODELS
+from ...config.resolve import StackPlan
+from ...policy.checks import PRIVILEGED_TPU_ANNOTATION, PRIVILEGED_TPU_REASON
+from ...render import netpol
+from ...render.core import INTERNAL_LB_ANNOTATION, common_labels, with_baseline_security
+from .spec import settings
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 

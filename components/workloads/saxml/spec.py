@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from components.catalog.images import image
-from components.config.base import BucketNeed, Cidr, PinnedImage, Spec
-from components.config.errors import raise_rules, rule
-from components.config.gke_rules import load_balancer_dataplane_rules
-from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
-from components.planner.perf import Server
+from ...catalog.images import image
+from ...config.base import BucketNeed, Cidr, PinnedImage, Spec
+from ...config.errors import raise_rules, rule
+from ...config.gke_rules import load_balancer_dataplane_rules
+from ...config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
+from ...planner.perf import Server
 
 if TYPE_CHECKING:
-    from components.catalog.tpu import TpuSlice
-    from components.config.stack import StackConfig
+    from ...catalog.tpu import TpuSlice
+    from ...config.stack import StackConfig
 
 # Default images, by tag and digest (components/catalog/images.json).
 ADMIN_SERVER_IMAGE = image("sax-admin-server")

@@ -1,17 +1,14 @@
-"""vLLM on a TPU slice: the server (``VllmServer``) and its metrics adapter (``MetricsAdapter``).
+"""vLLM on a TPU slice: the server (``VllmServer``).
 
 ``deploy`` is the workload entry point (``components.workloads``). The objects come from the pure
-renderers in ``components.workloads.vllm.render``; these components only register them in dependency order:
-
-* ``VllmServer`` — the Hugging Face token Secret (from the secret config ``gke-tpu-llm:hfToken``, so
-  state and previews hold it encrypted / as a placeholder), the Deployment (single-host slice) or,
-  on a multi-host slice, the LWS controller (pinned Helm release) and the LeaderWorkerSet (Ray head +
-  ``vllm serve`` on the leader) reading weights through the GCS FUSE bucket volume, the LoadBalancer
-  Service, the PodMonitoring and, with autoscaling, the HorizontalPodAutoscaler.
-* ``MetricsAdapter`` — the Custom Metrics Stackdriver Adapter (rendered, pinned image) plus
-  ``roles/monitoring.viewer`` for its KSA. That role is project-level by nature (Cloud Monitoring
-  has no finer resource); it is granted to the adapter KSA's own ``principal://`` identity, so no
-  Google service account or key exists.
+renderers in ``components.workloads.vllm.render``; this component only registers them in dependency order:
+the Hugging Face token Secret (from the secret config ``gke-tpu-llm:hfToken``, so state and previews
+hold it encrypted / as a placeholder), the Deployment (single-host slice) or, on a multi-host slice,
+the LWS controller (pinned Helm release) and the LeaderWorkerSet (Ray head + ``vllm serve`` on the
+leader) reading weights through the GCS FUSE bucket volume, the LoadBalancer Service, the
+PodMonitoring and, with autoscaling, the HorizontalPodAutoscaler. The HPA reads its metric through
+the Custom Metrics Stackdriver Adapter, a cluster add-on the kind opts into with autoscaling
+(``components.platform.addons.metrics_adapter``, installed by the program before the workload).
 """
 
 from __future__ import annotations
@@ -20,67 +17,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 
-from components.config.resolve import StackPlan
-from components.platform import k8s as k8s_objects
-from components.platform.addons.controllers import HelmController
-from components.platform.gke import GkeCluster
-from components.platform.identity import WorkloadIdentity, principal_member, stack_urn
-from components.platform.network_policies import network_policies
-from components.platform.storage import StackBucket
-from components.workloads.vllm import render as render
-from components.workloads.vllm.spec import ADAPTER_NAME, ADAPTER_NAMESPACE, API_KEY_SECRET, settings
-
-MONITORING_VIEWER = "roles/monitoring.viewer"
-JETSTREAM_CONTROLLER = f"gke-tpu-llm:jetstream:JetstreamServer${HelmController.TYPE}"
-"""Type chain of the JetStream kind's LWS controller (``JetstreamServer`` > ``HelmController "lws"``,
-components/workloads/jetstream/component.py), which a stack moved to vLLM adopts (named, not
-imported, so one kind does not load another)."""
-
-
-class MetricsAdapter(pulumi.ComponentResource):
-    """Custom Metrics Stackdriver Adapter: serves Managed Prometheus metrics to HPAs."""
-
-    TYPE = "gke-tpu-llm:vllm:MetricsAdapter"
-
-    resources: list[pulumi.CustomResource]
-
-    def __init__(
-        self,
-        name: str,
-        stack: StackPlan,
-        *,
-        cluster: GkeCluster,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        super().__init__(self.TYPE, name, None, opts)
-        config = stack.config
-        objects = render.render_metrics_adapter(config.stack, settings(config).metrics_adapter_version)
-        namespace, rest = objects[0], objects[1:]
-        ns = k8s_objects.create(namespace, f"{name}-ns", pulumi.ResourceOptions(parent=self, provider=cluster.provider))
-        self.resources = [ns]
-        for obj in rest:
-            meta = obj["metadata"]
-            suffix = f"{obj['kind'].lower()}-{meta['name'].replace(':', '-').replace('.', '-')}"
-            self.resources.append(
-                k8s_objects.create(
-                    obj, f"{name}-{suffix}", pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[ns])
-                )
-            )
-        number = gcp.organizations.get_project_output(project_id=config.project).number
-        self.member = number.apply(
-            lambda n: principal_member(str(n), config.project, ADAPTER_NAMESPACE, ADAPTER_NAME)
-        )
-        self.iam = gcp.projects.IAMMember(
-            f"{name}-monitoring-viewer",
-            project=config.project,
-            role=MONITORING_VIEWER,
-            member=self.member,
-            # The principal exists once the cluster's Workload Identity pool does.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster]),
-        )
-        self.register_outputs({"member": self.member, "image_version": settings(config).metrics_adapter_version})
+from ...config.resolve import StackPlan
+from ...platform import k8s as k8s_objects
+from ...platform.addons import metrics_adapter
+from ...platform.addons.controllers import HelmController
+from ...platform.gke import GkeCluster
+from ...platform.identity import WorkloadIdentity
+from ...platform.network_policies import network_policies
+from ...platform.storage import StackBucket
+from . import clients
+from . import render as render
+from .spec import API_KEY_SECRET, settings
 
 
 class VllmServer(pulumi.ComponentResource):
@@ -101,7 +49,7 @@ class VllmServer(pulumi.ComponentResource):
         identity: WorkloadIdentity,
         bucket: StackBucket,
         hf_token: pulumi.Output[str],
-        adapter: MetricsAdapter | None,
+        adapter: pulumi.Resource | None,
         api_key: pulumi.Output[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -119,17 +67,17 @@ class VllmServer(pulumi.ComponentResource):
             secrets.append(k8s_objects.create(key_secret, f"{name}-api-key", k8s_opts()))
         server_deps: list[pulumi.Resource] = [*secrets, bucket]  # the pods mount the bucket by name
         self.controller: HelmController | None = None
-        if render.multi_host(stack):
-            # The LeaderWorkerSet CRD and its webhook come first (as for the JetStream kind). The alias
-            # adopts the JetStream kind's controller when a stack moves from JetStream to vLLM: the
-            # Helm release is cluster-wide ("lws"), so a second one created beside it would fail,
-            # and deleting the old one at the end would remove the controller this LWS needs.
+        if "lws" in config.addons:  # a multi-host slice (spec.addons): the server is a LeaderWorkerSet
+            # The LeaderWorkerSet CRD and its webhook come first (as for the JetStream kind). The
+            # release is cluster-wide, so it adopts the JetStream kind's when a stack moves from
+            # JetStream to vLLM (the controller table's ``adopts``): a second one created beside it
+            # would fail, and deleting the old one at the end would remove the controller this LWS needs.
             self.controller = HelmController(
                 "lws",
                 controller="lws",
                 version=config.controllers.lws_version,
                 provider=cluster.provider,
-                opts=pulumi.ResourceOptions(parent=self, aliases=[stack_urn(JETSTREAM_CONTROLLER, "lws")]),
+                opts=pulumi.ResourceOptions(parent=self),
             )
             server_deps.append(self.controller.release)
         self.deployment = k8s_objects.create(
@@ -168,15 +116,23 @@ def _endpoint_url(status: Any) -> str:
 
 
 def deploy(
-    stack: StackPlan, *, cluster: GkeCluster, identity: WorkloadIdentity, buckets: Mapping[str, StackBucket]
+    stack: StackPlan,
+    *,
+    cluster: GkeCluster,
+    identity: WorkloadIdentity,
+    buckets: Mapping[str, StackBucket],
+    addons: Mapping[str, pulumi.Resource] | None = None,
 ) -> Mapping[str, Any]:
-    """Create the vLLM components; return the endpoint, the command to find it and a curl example."""
+    """Create the vLLM components; return the endpoint, the command to find it and a curl example.
+    ``addons``: the cluster add-ons the program installed (the HPA depends on ``metricsAdapter``)."""
     config = stack.config
     # Presence and secrecy are checked at config load (VllmSpec.required_secrets).
     hf_token = pulumi.Config("gke-tpu-llm").require_secret("hfToken")
     auth = settings(config).service.auth
     api_key = pulumi.Config("gke-tpu-llm").require_secret(API_KEY_SECRET) if auth == "api-key" else None
-    adapter = MetricsAdapter("metrics-adapter", stack, cluster=cluster) if settings(config).autoscaling.enabled else None
+    adapter = (addons or {}).get(metrics_adapter.NAME)
+    if metrics_adapter.needed(config) and adapter is None:  # the program installs it (program.build.ADDONS)
+        raise ValueError(f"vLLM autoscaling needs the {metrics_adapter.NAME} add-on installed before the workload")
     server = VllmServer(
         "vllm",
         stack,
@@ -204,22 +160,12 @@ def deploy(
         cluster=cluster,
         depends_on=[identity],
     )
-    if adapter is not None:
-        network_policies(
-            "metrics-adapter-network-policies",
-            render.render_metrics_adapter(config.stack, settings(config).metrics_adapter_version),
-            render.adapter_network_intents(),
-            namespace=ADAPTER_NAMESPACE,
-            stack=config.stack,
-            cluster=cluster,
-            depends_on=[adapter],
-        )
     return {
         "vllm_service": f"{namespace}/{render.NAME}",
         "vllm_model": render.model_id(stack),
         "vllm_endpoint": server.endpoint,
-        "vllm_endpoint_command": render.endpoint_command(namespace),
-        "vllm_curl": render.curl_example(stack, namespace),
+        "vllm_endpoint_command": clients.endpoint_command(namespace),
+        "vllm_curl": clients.curl_example(stack, namespace),
         # Multi-host: what the LeaderWorkerSet was derived to (group size = hosts, TPU chips per pod, PP x TP).
         **(
             {

@@ -14,9 +14,11 @@ GKE tutorial serve-vllm-tpu) with their known flaws fixed:
   ``VLLM_XLA_CACHE_PATH`` on the bucket fail with "cannot create directories");
 * ``spec.replicas`` is left to the HPA when it exists, so ``pulumi up`` never fights it.
 
-The Custom Metrics Stackdriver Adapter objects are the upstream
-``custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml`` rendered
-here (same names, RBAC, APIServices, flags), with the image tag from config and the project's labels.
+The Custom Metrics Stackdriver Adapter the HPA reads its metric through is a cluster add-on the kind
+opts into (``components.platform.addons.metrics_adapter``, objects in ``components.render.custom_metrics``).
+
+What reaches and exercises the server (the endpoint command, a curl example, the benchmark client)
+is in ``components.workloads.vllm.clients``.
 
 On a multi-host slice the server is a LeaderWorkerSet instead (:func:`render_lws`, see its docstring
 and README "Multi-host (LWS + Ray)"): one group per slice, group size = hosts.
@@ -31,12 +33,9 @@ import json
 import math
 from typing import Any
 
-from components.catalog.images import pinned
-from components.config.resolve import StackPlan
-from components.config.workload import serving_scenario
-from components.render import netpol
-from components.render.benchmark import BenchmarkClient, num_prompts, server_url
-from components.render.core import (
+from ...config.resolve import StackPlan
+from ...render import netpol
+from ...render.core import (
     AUTH_ANNOTATION,
     AUTH_PATHS_ANNOTATION,
     INTERNAL_LB_ANNOTATION,
@@ -44,13 +43,9 @@ from components.render.core import (
     common_labels,
     with_baseline_security,
 )
-from components.workloads.vllm.spec import (
-    ADAPTER_IMAGE,
-    ADAPTER_NAME,
-    ADAPTER_NAMESPACE,
+from .spec import (
     API_KEY_OPEN_PATHS,
     API_KEY_PATHS,
-    API_KEY_SECRET,
     max_num_seqs,
     pool_nodes,
     settings,
@@ -75,10 +70,6 @@ METRICS_INTERVAL = "15s"  # upstream vllm_pod_monitor.yaml
 CACHE_VOLUME_HEADROOM = 1.05  # tmpfs a little above the cache size: gcsfuse evicts at the size, not below it
 ROLLOUT_SLACK_SECONDS = 1800  # TPU node scale-up and a ~10 GB image pull before the startup budget starts
 TPU_TOLERATION = {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
-
-ADAPTER_LABELS = {"run": ADAPTER_NAME, "k8s-app": ADAPTER_NAME}
-ADAPTER_AUTH = "kube-apiserver delegation"
-
 
 WORKER = "vllm-worker"
 """Component label of the multi-host LWS workers (Ray workers, no server): selected by no Service
@@ -568,158 +559,6 @@ def render_hpa(plan: StackPlan, *, namespace: str) -> dict[str, Any]:
     }
 
 
-def endpoint_command(namespace: str) -> str:
-    return f"kubectl get service {NAME} -n {namespace} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'"
-
-
-def curl_example(plan: StackPlan, namespace: str) -> str:
-    """The tutorial's completion request against the Service's load balancer (with the API key,
-    read from the stack's secret config, when the endpoint requires one)."""
-    body = f'{{"model": "{model_id(plan)}", "prompt": "San Francisco is a", "max_tokens": 7, "temperature": 0}}'
-    url = f"http://$({endpoint_command(namespace)}):{PORT}/v1/completions"
-    request = f"curl {url} -H \"Content-Type: application/json\" -d '{body}'"
-    if settings(plan.config).service.auth == "api-key":
-        # The header comes from stdin (curl -H @-), so the key is on no command line (ps shows argv).
-        key = f"pulumi config get gke-tpu-llm:{API_KEY_SECRET}"
-        return f"{key} | sed 's/^/Authorization: Bearer /' | {request} -H @-"
-    return request
-
-
-# ---------------------------------------------------------------- Custom Metrics Stackdriver Adapter
-
-
-def _adapter_subject() -> list[dict[str, str]]:
-    return [{"kind": "ServiceAccount", "name": ADAPTER_NAME, "namespace": ADAPTER_NAMESPACE}]
-
-
-def render_metrics_adapter(stack: str, version: str) -> list[dict[str, Any]]:
-    """The adapter that serves Managed Prometheus metrics to the HPA (custom + external metrics APIs)."""
-    labels = common_labels(stack, "metrics-adapter")
-
-    def meta(name: str, namespace: str | None = None, extra: dict[str, str] | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": name, "labels": {**labels, **(extra or {})}}
-        if namespace is not None:
-            out["namespace"] = namespace
-        return out
-
-    def api_service(group: str, version_: str, priority: int) -> dict[str, Any]:
-        return {
-            "apiVersion": "apiregistration.k8s.io/v1",
-            "kind": "APIService",
-            "metadata": meta(f"{version_}.{group}"),
-            "spec": {
-                "insecureSkipTLSVerify": True,
-                "group": group,
-                "groupPriorityMinimum": 100,
-                "versionPriority": priority,
-                "service": {"name": ADAPTER_NAME, "namespace": ADAPTER_NAMESPACE},
-                "version": version_,
-            },
-        }
-
-    rbac = "rbac.authorization.k8s.io"
-    objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(ADAPTER_NAMESPACE)},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(ADAPTER_NAME, ADAPTER_NAMESPACE)},
-        {
-            "apiVersion": f"{rbac}/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": meta("custom-metrics:system:auth-delegator"),
-            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "system:auth-delegator"},
-            "subjects": _adapter_subject(),
-        },
-        {
-            "apiVersion": f"{rbac}/v1",
-            "kind": "RoleBinding",
-            "metadata": meta("custom-metrics-auth-reader", "kube-system"),
-            "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "extension-apiserver-authentication-reader"},
-            "subjects": _adapter_subject(),
-        },
-        {
-            "apiVersion": f"{rbac}/v1",
-            "kind": "ClusterRole",
-            "metadata": meta("custom-metrics-resource-reader"),
-            "rules": [{"apiGroups": [""], "resources": ["pods", "nodes", "nodes/stats"], "verbs": ["get", "list", "watch"]}],
-        },
-        {
-            "apiVersion": f"{rbac}/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": meta("custom-metrics-resource-reader"),
-            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "custom-metrics-resource-reader"},
-            "subjects": _adapter_subject(),
-        },
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": meta(ADAPTER_NAME, ADAPTER_NAMESPACE, ADAPTER_LABELS),
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": dict(ADAPTER_LABELS)},
-                "template": {
-                    "metadata": {"labels": {**labels, **ADAPTER_LABELS, "kubernetes.io/cluster-service": "true"}},
-                    "spec": {
-                        "serviceAccountName": ADAPTER_NAME,
-                        # The one pod that calls the Kubernetes API (render.core.API_TOKEN): an
-                        # aggregated API server reading pods/nodes and delegating authentication.
-                        "automountServiceAccountToken": True,
-                        "containers": [
-                            {
-                                "name": "pod-custom-metrics-stackdriver-adapter",
-                                # By digest when the catalog lists the tag (components/catalog/images.json).
-                                "image": pinned(ADAPTER_IMAGE.repository, version),
-                                "imagePullPolicy": "IfNotPresent",  # the tag is pinned; upstream's Always only adds pulls
-                                "command": ["/adapter", "--use-new-resource-model=true", "--fallback-for-container-metrics=true"],
-                                "resources": {
-                                    "limits": {"cpu": "250m", "memory": "400Mi"},
-                                    "requests": {"cpu": "250m", "memory": "400Mi"},
-                                },
-                            }
-                        ],
-                    },
-                },
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {
-                **meta(
-                    ADAPTER_NAME,
-                    ADAPTER_NAMESPACE,
-                    {**ADAPTER_LABELS, "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "Adapter"},
-                ),
-                # Open to any source (its policy: the control plane's address has no selector), but an
-                # aggregated API server: every request needs the API server's front-proxy certificate or
-                # a token it accepts (TokenReview, SubjectAccessReview; the auth-delegator and
-                # auth-reader bindings below).
-                "annotations": {AUTH_ANNOTATION: ADAPTER_AUTH},
-            },
-            "spec": {
-                "ports": [{"port": 443, "protocol": "TCP", "targetPort": 443}],
-                "selector": dict(ADAPTER_LABELS),
-                "type": "ClusterIP",
-            },
-        },
-        api_service("custom.metrics.k8s.io", "v1beta1", 100),
-        api_service("custom.metrics.k8s.io", "v1beta2", 200),
-        api_service("external.metrics.k8s.io", "v1beta1", 100),
-        {
-            "apiVersion": f"{rbac}/v1",
-            "kind": "ClusterRole",
-            "metadata": meta("external-metrics-reader"),
-            "rules": [{"apiGroups": ["external.metrics.k8s.io"], "resources": ["*"], "verbs": ["list", "get", "watch"]}],
-        },
-        {
-            "apiVersion": f"{rbac}/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": meta("external-metrics-reader"),
-            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "external-metrics-reader"},
-            "subjects": [{"kind": "ServiceAccount", "name": "horizontal-pod-autoscaler", "namespace": "kube-system"}],
-        },
-    ]
-    return [with_baseline_security(obj) for obj in objects]
-
-
 # ---------------------------------------------------------------- network flows (components.render.netpol)
 
 
@@ -748,96 +587,3 @@ def network_intents(plan: StackPlan) -> tuple[netpol.Intent, ...]:
             ),
         )
     return intents
-
-
-def adapter_network_intents() -> tuple[netpol.Intent, ...]:
-    """Who reaches the Custom Metrics Stackdriver Adapter (namespace custom-metrics), and why."""
-    return (
-        netpol.ServiceClients(
-            "custom-metrics-api",
-            ADAPTER_NAME,
-            sources=(netpol.ANYWHERE,),
-            why="kube-apiserver proxies custom.metrics.k8s.io and external.metrics.k8s.io (the APIServices) to this "
-            "Service from the control plane, an address no selector names; requests are authenticated by the API "
-            "server (auth-delegator)",
-        ),
-    )
-
-
-# ---------------------------------------------------------------- benchmark client (components.render.benchmark)
-
-
-def benchmark_client(plan: StackPlan, *, namespace: str, service_account: str) -> BenchmarkClient:
-    """``vllm bench serve`` from the server's own image against the Service, with the stack's scenario.
-
-    Flags as defined by vLLM's client (vllm-project/vllm ``vllm/benchmarks/serve.py`` add_cli_args and
-    ``vllm/benchmarks/datasets.py`` add_dataset_parser) and as the release the image is built from uses
-    them (vllm-project/tpu-inference v0.27.0 ``tests/e2e/benchmarking/safety_model_benchmark.sh`` runs
-    ``vllm bench serve --model … --endpoint /v1/completions --dataset-name … --num-prompts … --backend
-    vllm``; its ``tests/e2e/benchmarking/inferencex/qwen3.5/bench.sh`` runs InferenceX's
-    ``utils/bench_serving/benchmark_serving.py``, not ``vllm bench serve``, with the same flag names for
-    the rest: ``--dataset-name random --random-input-len --random-output-len --random-range-ratio
-    --num-prompts --max-concurrency --ignore-eos --save-result --percentile-metrics … --result-dir
-    --result-filename``): ``--backend vllm`` and ``--endpoint
-    /v1/completions`` (the OpenAI completions route the server exposes), ``--dataset-name random`` with
-    ``--random-input-len``/``--random-output-len`` and ``--random-range-ratio 0`` (synthetic prompts of
-    exactly the scenario's lengths; ``--ignore-eos`` makes every request generate all its output tokens), ``--max-concurrency``
-    (requests in flight), ``--percentile-metrics ttft,tpot,itl`` and ``--save-result`` into
-    ``--result-dir``/``--result-filename``. The API key, when the endpoint requires one, is read by the
-    client from ``OPENAI_API_KEY`` (``vllm/benchmarks/lib/endpoint_request_func.py`` _get_headers), so it
-    is on no command line; the tokenizer (the served model's, from the Hugging Face Hub) uses ``HF_TOKEN``.
-    """
-    scenario = serving_scenario(plan.config)
-    if scenario is None:  # the component renders a client only for a stack with a scenario
-        raise ValueError("workload.serving is unset: no scenario to benchmark")
-    spec = settings(plan.config)
-    model = model_id(plan)
-    secret_env = {"HF_TOKEN": (SECRET_NAME, SECRET_KEY)}  # huggingface_hub reads HF_TOKEN (gated tokenizer)
-    if spec.service.auth == "api-key":
-        secret_env["OPENAI_API_KEY"] = (API_KEY_SECRET_NAME, SECRET_KEY)
-    args = (
-        "vllm",
-        "bench",
-        "serve",
-        "--backend=vllm",
-        f"--base-url={server_url(NAME, PORT, namespace)}",
-        "--endpoint=/v1/completions",
-        f"--model={model}",
-        f"--tokenizer={model}",
-        "--dataset-name=random",
-        f"--random-input-len={scenario.input_tokens}",
-        f"--random-output-len={scenario.output_tokens}",
-        "--random-range-ratio=0",
-        "--ignore-eos",
-        f"--max-concurrency={scenario.concurrency}",
-        f"--num-prompts={num_prompts(scenario)}",
-        "--percentile-metrics=ttft,tpot,itl",
-        "--metric-percentiles=50,90,99",
-        "--save-result",
-        "--result-dir=$(RESULT_DIR)",
-        "--result-filename=$(CLIENT_RESULT_FILE)",
-    )
-    return BenchmarkClient(
-        engine="vllm",
-        image=spec.image,
-        args=args,
-        version_command="python3 -c 'import vllm; print(vllm.__version__)'",
-        service=NAME,
-        port=PORT,
-        port_name=PORT_NAME,
-        health_path="/health",
-        server_role=NAME,
-        ready_timeout_seconds=deployment_timeout_seconds(plan),
-        secret_env=secret_env,
-        bucket=spec.bucket,
-        server_objects=(
-            render_server(
-                plan,
-                namespace=namespace,
-                service_account=service_account,
-                bucket_name=plan.config.bucket_name(spec.bucket),
-            ),
-            render_service(plan, namespace=namespace),
-        ),
-        extra={"modelId": model, "serverArgs": vllm_args(plan)},
-    )

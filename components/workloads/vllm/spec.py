@@ -20,23 +20,23 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from components.catalog.images import image
-from components.catalog.models import MODELS
-from components.config.base import BucketNeed, Cidr, PinnedImage, Spec
-from components.config.errors import raise_rules, rule
-from components.config.gke_rules import load_balancer_dataplane_rules
-from components.config.isolation import Claim, identity_namespace_claim
-from components.config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
-from components.planner.perf import Server
+from ...catalog.images import image
+from ...catalog.models import MODELS
+from ...catalog.stackdriver_adapter import ADAPTER_IMAGE, ADAPTER_NAMESPACE
+from ...catalog.tpu import host_memory_gb_of
+from ...config.base import BucketNeed, Cidr, PinnedImage, Spec
+from ...config.errors import raise_rules, rule
+from ...config.gke_rules import load_balancer_dataplane_rules
+from ...config.isolation import Claim, identity_namespace_claim
+from ...config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
+from ...planner.perf import Server
 
 if TYPE_CHECKING:
-    from components.catalog.tpu import TpuSlice
-    from components.config.stack import StackConfig
+    from ...catalog.tpu import TpuSlice
+    from ...config.stack import StackConfig
 
 VLLM_IMAGE = image("vllm-tpu")
 """The default vLLM TPU server image (tag and digest: components/catalog/images.json)."""
-ADAPTER_IMAGE = image("custom-metrics-stackdriver-adapter")
-"""The default Custom Metrics Stackdriver Adapter image."""
 
 # Hugging Face repositories of the catalog models vLLM downloads (the seed serves the base
 # meta-llama/Llama-3.1-70B; upstream manifest kubernetes-engine-samples vllm-llama3-70b.yaml).
@@ -59,23 +59,14 @@ HF_FP8_MODELS: dict[str, str] = {
     "llama3.1-405b": "neuralmagic/Meta-Llama-3.1-405B-Instruct-FP8-dynamic",
 }
 
-# Host DRAM per TPU VM in GB (Compute Engine TPU machine types table); bounds the RAM-backed cache.
-HOST_MEMORY_GB: dict[str, int] = {
-    "ct6e-standard-1t": 176,
-    "ct6e-standard-4t": 720,
-    "ct6e-standard-8t": 1440,
-    "ct5lp-hightpu-1t": 48,
-    "ct5lp-hightpu-4t": 192,
-    "ct5lp-hightpu-8t": 384,
-    "tpu7x-standard-4t": 1030,  # 960 GiB
-}
 CACHE_HOST_MEMORY_SHARE = 0.5
 """The RAM file cache may take at most half the host: vLLM itself stages weights in host memory."""
 
 
 def max_file_cache_gi(machine_type: str | None) -> int | None:
-    """The largest RAM file cache a ``machine_type`` host allows (None: RAM not catalogued)."""
-    host_gb = HOST_MEMORY_GB.get(machine_type or "")
+    """The largest RAM file cache a ``machine_type`` host allows (None: no TPU machine type), from the
+    host RAM its catalog generation records (``TpuGeneration.host_memory_gb``)."""
+    host_gb = host_memory_gb_of(machine_type)
     return None if host_gb is None else int(host_gb * 1e9 * CACHE_HOST_MEMORY_SHARE // 2**30)
 
 # vLLM exposes these gauges; the HPA reads them through Managed Prometheus + the Stackdriver adapter.
@@ -99,11 +90,6 @@ API_KEY_OPEN_PATHS = ("/invocations", "/pooling", "/classify", "/score", "/reran
 same completions as ``/v1``): the plan's endpoint line names them beside the key."""
 _GUARDED = f"{', '.join(API_KEY_PATHS[:-1])} and {API_KEY_PATHS[-1]}"
 """Secret config key of the API key clients send as ``Authorization: Bearer <key>``."""
-
-ADAPTER_NAMESPACE = "custom-metrics"
-ADAPTER_NAME = "custom-metrics-stackdriver-adapter"
-"""The Custom Metrics Stackdriver Adapter's namespace and KSA, fixed by its upstream manifest: its
-Google principal is the same in every cluster of a project (a claim of the stack that installs it)."""
 
 
 class VllmServiceSpec(Spec):
@@ -409,7 +395,7 @@ class VllmSpec(Spec):
                     )
                 )
         machine = config.tpu.machine_type or (config.tpu.slice.machine_type if config.tpu.topology else None)
-        host_gb = HOST_MEMORY_GB.get(machine or "")
+        host_gb = host_memory_gb_of(machine)
         cache_gi = self.file_cache_gi(workload.model, workload.weights, machine)
         allowed = max_file_cache_gi(machine)
         if allowed is not None and cache_gi > allowed:
@@ -429,9 +415,9 @@ class VllmSpec(Spec):
     def _multi_host_rules(self, config: StackConfig) -> list[dict[str, Any]]:
         """A multi-host slice runs one LeaderWorkerSet group per slice: no HPA, and a pinned
         parallelism must be the tested one (or explicitly accepted)."""
-        from components.planner.engines import untested_multi_host
-        from components.planner.mesh import resolve_explicit
-        from components.planner.plan_errors import PlanError
+        from ...planner.engines import untested_multi_host
+        from ...planner.mesh import resolve_explicit
+        from ...planner.plan_errors import PlanError
 
         rules: list[dict[str, Any]] = []
         tpu = config.tpu.slice
@@ -501,6 +487,19 @@ def max_num_seqs(config: StackConfig) -> int:
     """vLLM ``--max-num-seqs``: ``workload.batchSize``, else upstream's 128 (the renderer's flag and
     the serving model's batch limit)."""
     return config.workload.batch_size or UPSTREAM_MAX_NUM_SEQS
+
+
+def addons(config: StackConfig) -> frozenset[str]:
+    """What the cluster needs for these settings (``WorkloadKindInfo.addons``): the GCS FUSE CSI driver
+    (weights are read from the bucket), the Custom Metrics Stackdriver Adapter when the HPA scales on a
+    vLLM metric (``components.platform.addons.metrics_adapter``) and, on a multi-host slice, the LWS
+    controller (the server is a LeaderWorkerSet; a stack whose slice is not chosen yet has none)."""
+    wanted = {"gcsFuseCsiDriver"}
+    if settings(config).autoscaling.enabled:
+        wanted.add("metricsAdapter")
+    if config.tpu.topology is not None and config.tpu.slice.multi_host:
+        wanted.add("lws")
+    return frozenset(wanted)
 
 
 def serving_server(config: StackConfig, tpu: TpuSlice) -> Server:
