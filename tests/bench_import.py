@@ -125,12 +125,13 @@ def main() -> None:
         return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
 
     (plan_wall, plan_cpu), (floor_wall, floor_cpu) = medians(plan_runs), medians(floor_runs)
+    plan_walls, floor_walls = (" ".join(f"{w:.2f}" for w, _ in runs) for runs in (plan_runs, floor_runs))
     counts = collections.Counter(m.partition(".")[0] for m in modules)
     per_package = ", ".join(f"{p} {counts[p]}" for p in PACKAGES)
     bytecode = "as this environment has it" if args.as_is else "warm bytecode cache"
     print(f"stack {args.stack}: median of {args.runs} fresh processes each ({bytecode}), seconds wall / CPU")
-    print(f"(a) plan {args.stack} --json   {plan_wall:6.2f} / {plan_cpu:5.2f}   (wall: {' '.join(f'{w:.2f}' for w, _ in plan_runs)})")
-    print(f"(b) import of what it needs  {floor_wall:6.2f} / {floor_cpu:5.2f}   (wall: {' '.join(f'{w:.2f}' for w, _ in floor_runs)})")
+    print(f"(a) plan {args.stack} --json   {plan_wall:6.2f} / {plan_cpu:5.2f}   (wall: {plan_walls})")
+    print(f"(b) import of what it needs  {floor_wall:6.2f} / {floor_cpu:5.2f}   (wall: {floor_walls})")
     print(f"    {len(modules)} modules: {per_package}")
     for label, ratio in (("wall", plan_wall / floor_wall), ("CPU", plan_cpu / floor_cpu)):
         print(f"(c) ratio (a)/(b), {label:<4}      {ratio:6.2f}   target <= {TARGET}: {'met' if ratio <= TARGET else 'NOT met'}")

@@ -1,11 +1,12 @@
-"""Shared fixtures: the project root on sys.path, and one offline plan per committed stack per test run.
+"""Shared fixtures: the project root on sys.path, and the offline plans a test run shares.
 
 The suite runs on every core (pytest-xdist, ``-n auto`` in pyproject.toml), one process per worker.
-A committed stack's plan is computed once per run and shared: the first worker that needs it runs the
-engine and pickles the result into a directory the controller made for the run; the others wait on
-that plan's lock and load it. Tests share these results, so a test that changes one must copy it
-first; the session's end checks that none was changed (a changed plan would make outcomes depend on
-which tests ran before it on the same worker).
+A plan (a committed stack's, or any stack file's through :func:`planned_file`) is computed once per
+run: the first worker that needs it runs the engine and pickles the result into a directory the
+controller made for the run; the others wait on that plan's lock and load it. A shared plan is made
+by the real engine against the committed ``stacks/``, even when the test that asked first patched them.
+Tests share the results, so a test that changes one must copy it first; the session's end checks
+that none was changed (a changed plan would make outcomes depend on which tests ran before).
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ _plan_dir: Path | None = None
 _shared: dict[str, tuple[report.PlanResult, bytes]] = {}
 """Each shared plan this process holds, with its pickle, to check at the end that no test changed it."""
 
+_computing: set[str] = set()
+
 
 def _mapping_proxy(items: dict[Any, Any]) -> MappingProxyType[Any, Any]:
     return MappingProxyType(items)
@@ -94,6 +97,16 @@ def _locked(path: Path) -> Iterator[None]:
 
 def _shared_plan(name: str, compute: Callable[[], report.PlanResult]) -> report.PlanResult:
     """``compute()`` once per run: by the first worker that asks, loaded from its pickle by the others."""
+    # A plan asked for while it is being computed would wait on its own lock for ever: fail instead.
+    assert name not in _computing, f"the shared plan {name} was asked for while it was being computed"
+    _computing.add(name)
+    try:
+        return _load_or_compute(name, compute)
+    finally:
+        _computing.discard(name)
+
+
+def _load_or_compute(name: str, compute: Callable[[], report.PlanResult]) -> report.PlanResult:
     if _plan_dir is None or os.name != "posix":
         result = compute()
         _shared[name] = (result, _pickled(result))
@@ -115,16 +128,21 @@ def _shared_plan(name: str, compute: Callable[[], report.PlanResult]) -> report.
 COMMITTED_STACKS = stacks.STACKS_DIR
 """``stacks/`` as committed (a test may point ``stacks.STACKS_DIR`` at copies it changes)."""
 
+_PLAN = report.plan
+_ENGINE = mockengine.run_program
+"""The real ones, whatever a test (or :func:`shared_engine`) has patched them with."""
+
 
 @contextlib.contextmanager
-def _committed_stacks_dir() -> Iterator[None]:
-    """Plan against the committed ``stacks/`` (the isolation check reads the other stack files), so a
-    shared plan does not depend on which test asked for it first."""
-    patched, stacks.STACKS_DIR = stacks.STACKS_DIR, COMMITTED_STACKS
+def _as_committed() -> Iterator[None]:
+    """Plan with the real engine against the committed ``stacks/`` (the isolation check reads the
+    other stack files), so a shared plan does not depend on which test asked for it first."""
+    patched = stacks.STACKS_DIR, mockengine.run_program
+    stacks.STACKS_DIR, mockengine.run_program = COMMITTED_STACKS, _ENGINE
     try:
         yield
     finally:
-        stacks.STACKS_DIR = patched
+        stacks.STACKS_DIR, mockengine.run_program = patched
 
 
 def _content_key(stack_file: stacks.StackFile) -> str:
@@ -143,8 +161,8 @@ def planned_file(stack_file: stacks.StackFile) -> report.PlanResult:
         return _shared[key][0]
 
     def compute() -> report.PlanResult:
-        with _committed_stacks_dir():
-            return report.plan(stack_file)
+        with _as_committed():
+            return _PLAN(stack_file)
 
     return _shared_plan(key, compute)
 
