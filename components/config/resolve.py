@@ -12,7 +12,7 @@ is a ``ConfigError`` (exit 2, nothing registered).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from .. import planner
 from ..catalog import tpu as tpu_catalog
-from ..catalog.models import MODELS
+from ..catalog.models import MODELS, ModelArch
 from ..workloads.kind import perf_key_violation
 from .errors import ConfigError, Violation
 from .stack import StackConfig
@@ -127,6 +127,29 @@ def perf_key_of(config: StackConfig) -> str:
     return info.perf_key
 
 
+def _rank_by_token_cost(
+    config: StackConfig, arch: ModelArch, fits: Iterable[planner.Plan], scenario: planner.Scenario
+) -> tuple[tuple[planner.ServingEstimate, ...], tuple[str, ...]]:
+    """``planner.rank_by_token_cost`` with the stack's engine, region, perf row and capacity (``plan``'s
+    slice choice and ``estimate`` rank the same way)."""
+    return planner.rank_by_token_cost(
+        arch,
+        fits,
+        scenario,
+        server=server_of(config),
+        region=config.region,
+        perf_key=perf_key_of(config),
+        spot=config.tpu.spot,
+    )
+
+
+def _cannot_run(config: StackConfig, arch: ModelArch, error: planner.PlanError) -> ConfigError:
+    """A planner error as the config error naming the key that would fix it (``blamed``)."""
+    key, value, fix = blamed(config, error.field)
+    problem = f"cannot run {arch.name} ({config.workload.kind}): {error}"
+    return ConfigError([Violation(f"gke-tpu-llm:{key}", value, problem, "", fix)])
+
+
 def server_of(config: StackConfig) -> Callable[[tpu_catalog.TpuSlice], planner.perf.Server]:
     """How the stack's engine runs one replica on a slice (batch limit, token budget, slices per
     replica): the kind's ``WorkloadKindInfo.serving_server``, from the settings its renderer reads too."""
@@ -157,19 +180,8 @@ def estimate_slices(
             single_host_only=planner.single_host_only(config.kind_info.engine),
         )
     except planner.PlanError as error:
-        key, value, fix = blamed(config, error.field)
-        raise ConfigError(
-            [Violation(f"gke-tpu-llm:{key}", value, f"cannot run {arch.name} ({config.workload.kind}): {error}", "", fix)]
-        ) from None
-    estimates, unfit = planner.rank_by_token_cost(
-        arch,
-        ranking.fits,
-        scenario,
-        server=server_of(config),
-        region=config.region,
-        perf_key=perf_key_of(config),
-        spot=tpu.spot,
-    )
+        raise _cannot_run(config, arch, error) from None
+    estimates, unfit = _rank_by_token_cost(config, arch, ranking.fits, scenario)
     refusals = {e.plan.slice.key: _with_slice(config, e.plan.slice) for e in estimates}
     marked = [
         replace(e, refused_by_config=r.removeprefix("rejected by the config: ")) if isinstance(r, str) else e
@@ -316,15 +328,7 @@ def resolve(config: StackConfig) -> StackPlan:
             ranking = replace(ranking, rejected=(*refused, *ranking.rejected))
             estimates: tuple[planner.ServingEstimate, ...] = ()
             if scenario is not None:  # by $ per million output tokens under the latency targets
-                estimates, unfit = planner.rank_by_token_cost(
-                    arch,
-                    ranking.fits,
-                    scenario,
-                    server=server_of(config),
-                    region=config.region,
-                    perf_key=perf_key_of(config),
-                    spot=tpu.spot,
-                )
+                estimates, unfit = _rank_by_token_cost(config, arch, ranking.fits, scenario)
                 if not estimates or not estimates[0].meets_targets:
                     raise _missed_targets(config, estimates)
                 ranking = replace(ranking, fits=tuple(e.plan for e in estimates), rejected=(*ranking.rejected, *unfit))
@@ -356,10 +360,7 @@ def resolve(config: StackConfig) -> StackPlan:
             )
         return StackPlan(config, verified, selected=False)
     except planner.PlanError as error:
-        key, value, fix = blamed(config, error.field)
-        raise ConfigError(
-            [Violation(f"gke-tpu-llm:{key}", value, f"cannot run {arch.name} ({config.workload.kind}): {error}", "", fix)]
-        ) from None
+        raise _cannot_run(config, arch, error) from None
 
 
 # The stack key behind each planner field (PlanError.field), the value to show and the fix.
