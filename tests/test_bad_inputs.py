@@ -9,6 +9,7 @@ run through the real ``python -m components`` in a subprocess.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -259,7 +260,11 @@ CASES: dict[str, tuple[str, Mutation, tuple[str, ...]]] = {
             setkey("gke-tpu-llm:buckets", {"weights": {"purpose": "hf-weights-cache"}}),
             identity(bucketRoles={"weights": "roles/storage.objectUser"}),
         ),
-        ("gke-tpu-llm:workload.vllm.bucket: 'models' names no bucket of this stack", "Allowed: weights"),
+        (
+            "gke-tpu-llm:workload.vllm.bucket: 'models' (the default: you did not set this key) names no bucket of this stack",
+            "Allowed: weights",
+            "or set gke-tpu-llm:workload.vllm.bucket yourself",
+        ),
     ),
     "jetstream-read-only-checkpoint": (
         "llama-405b",
@@ -354,11 +359,11 @@ def test_stack_name_with_google_gets_valid_bucket_names(tmp_path: Path) -> None:
 FILE_CASES: dict[str, tuple[Callable[[Path], Path], tuple[str, ...]]] = {
     "malformed-yaml": (
         lambda d: _text(d, "config:\n  gcp:project: p\n  gke-tpu-llm:tpu: {generation: v6e\n  gcp:region: x\n"),
-        ("line 4, column", "is not valid YAML"),
+        ("line 3, column 20", "is not valid YAML: the '{' opened here is never closed"),
     ),
     "bad-indentation": (
         lambda d: _text(d, "config:\n  gcp:project: p\n   gcp:region: x\n"),
-        ("line 3, column 14", "is not valid YAML"),
+        ("line 3, column 4", "is not valid YAML: this line is indented deeper than the key on line 2"),
     ),
     "duplicate-key": (
         lambda d: _text(
@@ -432,7 +437,10 @@ def test_real_cli_rejects_a_misspelt_namespace_and_a_flat_key(tmp_path: Path) ->
     proc = run_cli_process("plan", "--config", str(path), "--json")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert proc.stdout == ""
+    error = json.loads(proc.stdout)["error"]  # --json: the same report as one JSON object
+    assert error["kind"] == "config"
+    assert error["exit"] == 2
+    assert any(p["key"] == "gke-tpu-lm:environment" for p in error["problems"])
     assert "gke-tpu-lm:environment: 'prod' is under the namespace 'gke-tpu-lm'" in proc.stderr
     assert "pulumi config set --path 'gke-tpu-llm:tpu.topology' 4x8" in proc.stderr
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.catalog.images import image
+from components.catalog.engine_releases import image_ref
 from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.policy.checks import violations
@@ -31,7 +31,8 @@ from components.workloads.serving_benchmark import BUCKET_ROLE, ServingBenchmark
 from components.workloads.vllm import clients as vllm_clients
 from components.workloads.vllm import render as vllm_render
 from components.workloads.vllm.component import VllmServer
-from components.workloads.vllm.spec import settings
+from components.workloads.vllm.engine import server_image
+from components.workloads.vllm.spec import ENGINE_DEFAULT
 from tests.conftest import make_config
 
 CHECKOV = stacks.ROOT / ".venv" / "scan" / "bin" / "checkov"
@@ -101,7 +102,7 @@ def test_job_command_carries_the_scenario() -> None:
     ):
         assert flag in args, flag
     # The client runs from the server's own pinned image (one release for client and server).
-    assert container(job)["image"] == settings(planned_benchmark().config).image
+    assert container(job)["image"] == server_image(planned_benchmark().config)  # the server's own image
 
 
 def test_results_go_to_the_stack_bucket_under_its_prefix_per_run() -> None:
@@ -135,8 +136,9 @@ def test_scenario_record_holds_the_scenario_slice_and_versions() -> None:
         "hosts": 1,
         "slices": 1,
     }
-    assert record["image"] == image("vllm-tpu").ref  # the server's image, by tag and digest
-    assert record["image"].startswith("vllm/vllm-tpu:v0.27.0@sha256:")
+    # The server's image: the engine catalog's newest passing release (tag only until its digest is read).
+    assert record["image"] == image_ref("vllm-tpu", ENGINE_DEFAULT.version)
+    assert record["image"].startswith(f"vllm/vllm-tpu:v{ENGINE_DEFAULT.version}")
     assert record["engine"] == "vllm"
     assert "--tensor-parallel-size=8" in record["serverArgs"]
     assert "vllm.__version__" in env["VERSION_COMMAND"]

@@ -248,7 +248,7 @@ def test_queue_objects_match_the_upstream_sample() -> None:
         f["name"]: next(r["nominalQuota"] for r in f["resources"] if r["name"] == "google.com/tpu") for f in group["flavors"]
     }
     assert list(flavors.values()) == [{"cloud.google.com/gke-nodepool": "system"}, {"cloud.google.com/gke-queued": "true"}]
-    assert list(chips.values()) == [0, 2 * config.tpu.slice.chips]
+    assert list(chips.values()) == ["0", str(2 * config.tpu.slice.chips)]
     [strategy] = cq["spec"]["admissionChecksStrategy"]["admissionChecks"]
     assert strategy == {"name": check["metadata"]["name"], "onFlavors": [capacity.queued_flavor_name(config)]}
     assert cq["spec"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": config.namespace}}

@@ -398,6 +398,24 @@ def test_plan_text_shows_each_tier_and_the_maximum(capsys: pytest.CaptureFixture
     assert ("1", "flexStart", "tpu-slice-0-flex", "0-8", "$10.80/h", "[2]") in rows
     assert ("3", "onDemand", "tpu-slice-0-ondemand", "0-8", "$21.60/h", "[3]") in rows  # same source as spot: listed once
     assert "Maximum if every tier fills (32 chips): $63.72/h" in out
+    # The Cost line is the preferred tier's; the table has every tier's, the other capacity types none.
+    assert (
+        "Cost (TPU chips only, us-east5), reservation (the preferred tier; each tier below): $21.60/h as deployed, "
+        "the pool at its fixed size (1 node, 8 chips); $21.60/h per node (ct6e-standard-8t)"
+    ) in " ".join(out.split())
+
+
+def test_plan_json_prices_the_configured_tiers_only() -> None:
+    """``cost_usd_per_hour`` names the stack's tiers, preferred first, and no other capacity type; a
+    one-tier stack has its one price (the default tier is on-demand)."""
+    ladder = plan_of(FALLBACK)["cost_usd_per_hour"]
+    assert list(ladder["by_capacity"]) == ["reservation", "flexStart", "spot", "onDemand"]
+    assert (ladder["capacity"], ladder["billed"]) == ("reservation", ladder["by_capacity"]["reservation"])
+    single = report.cost_per_hour(make_config(tpu={"capacity": [{"type": "flexStart"}], "zone": "us-east5-a"}))
+    assert list(single["by_capacity"]) == ["flexStart"]
+    assert single["billed"] == pytest.approx(16 * tpu_catalog.GENERATIONS["v6e"].flex_start_prices["us-east5"])
+    assert "dws/pricing" in single["basis"]
+    assert list(report.cost_per_hour(make_config())["by_capacity"]) == ["onDemand"]
 
 
 def test_rollout_prices_pools_at_their_capacity_rate() -> None:

@@ -36,6 +36,7 @@ USERS: Mapping[str, tuple[str, str, str, str]] = {
     "llama2-70b-disagg": ("lws", LWS, "lwsVersion", "0.9.0"),
     "saxml-175b": ("jobset", JOBSET, "jobsetVersion", "0.11.1"),
     "llama-405b-vllm": ("lws", LWS, "lwsVersion", "0.9.0"),
+    "llama3-8b-train-multislice": ("jobset", JOBSET, "jobsetVersion", "0.11.1"),
 }
 
 

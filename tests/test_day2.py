@@ -7,7 +7,9 @@ and the review comment, as a reviewer of an existing stack would.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -411,3 +413,64 @@ def test_dev_teardown_destroys_everything() -> None:
     assert {i.type for i in plan.released} == {"kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"}
     assert not plan.blockers
     assert not plan.retained
+
+
+def test_teardown_steps_run_dependents_first_in_the_engines_rounds() -> None:
+    """``pulumi destroy`` deletes in the rounds of the engine's ``ScheduleDeletes``: a resource's round
+    is after every round of what depends on it, and resources with no dependency path between them
+    share one (the TPU pool with the system pool, not after the workloads' objects one by one)."""
+    plan = plan_teardown_of(base("llama-70b"))
+    step = {i.name: i.step or 0 for i in plan.destroyed}
+    assert all(step.values())  # every destroyed resource has its step
+    resources = {r.name: r for r in plan_resources.from_plan(base("llama-70b")) if r.custom}
+    urns = {r.urn: name for name, r in resources.items()}
+    for name, res in resources.items():
+        for dep in res.dependencies:
+            if dep in urns:
+                assert step[name] < step[urns[dep]], (name, urns[dep])
+    assert step["tpu-slice-0-pool"] == step["llama-70b-system"] > step["llama-70b-k8s"]
+    assert step["llama-70b-cluster"] == max(step.values())
+    assert sorted(set(step.values())) == list(range(1, max(step.values()) + 1))  # numbered without gaps
+
+
+def _doc_teardown_groups() -> list[set[str]]:
+    """The ordered list of components/README-day2.md "## Teardown": the resource kinds each item names
+    in backticks (the first item names none: every other kind, the Kubernetes objects)."""
+    text = (stacks.ROOT / "components" / "README-day2.md").read_text()
+    section = text.split("\n## Teardown\n", 1)[1].split("\n## ", 1)[0]
+    items = re.findall(r"^\d+\. (.*?)(?=^\d+\. |^\s*$)", section, flags=re.MULTILINE | re.DOTALL)
+    return [set(re.findall(r"`([^`]+)`", item)) for item in items]
+
+
+@pytest.mark.slow
+def test_the_day2_teardown_order_is_the_commands(capsys: Any, shared_engine: None) -> None:
+    """The day-2 page's teardown order, group by group, is the order ``teardown STACK`` prints for every
+    stack it does not refuse: a kind the page does not name is a Kubernetes object (its first group),
+    every step's groups come at or after the previous step's, and every kind the page names occurs."""
+    groups = _doc_teardown_groups()
+    assert len(groups) == 5, groups
+    assert not groups[0], groups
+    assert all(groups[1:]), groups
+    group_of = {kind: i for i, kinds in enumerate(groups) for kind in kinds}
+    printed: set[str] = set()
+    for stack in stacks.list_stacks():
+        status = main(["teardown", stack])
+        out = capsys.readouterr().out
+        if status == 2:  # prod until allowTeardown lands: nothing is destroyed
+            assert "refused" in out
+            continue
+        kinds = {r["type"].rsplit(":", 1)[-1]: r["type"] for r in base(stack)["resources"]}
+        steps_seen: list[set[int]] = []
+        for line in out.split("retained in GCP")[0].split("removed from the stack")[0].splitlines():
+            if re.match(r"  step \d+:$", line):
+                steps_seen.append(set())
+            elif line.startswith("  - ") and steps_seen:
+                kind = line[4:].split()[0]
+                printed.add(kind)
+                if kind not in group_of:
+                    assert kinds[kind].startswith("kubernetes:"), (stack, kind)
+                steps_seen[-1].add(group_of.get(kind, 0))
+        assert steps_seen, stack
+        for before, after in itertools.pairwise(steps_seen):
+            assert max(before) <= min(after), (stack, steps_seen)
+    assert set(group_of) <= printed, set(group_of) - printed

@@ -19,20 +19,25 @@ from typing import Any
 import pytest
 import yaml
 
+from components.catalog import engine_releases as engines
 from components.catalog import images, refresh_images
 from components.catalog.images import IMAGES, ImagePin, image, parse, pin_of
 from components.config import stack_files as stacks
 from components.crds.releases import CONTROLLERS
+from components.render import gateway
 from components.tools import manifests
 from components.workloads.jetstream.spec import CheckpointConversionSpec, JetstreamSpec
+from components.workloads.maxtext_jobset import spec as maxtext_jobset_spec
 from components.workloads.saxml.spec import SaxmlPublishSpec, SaxmlSpec
-from components.workloads.vllm.spec import VllmSpec
+from components.workloads.vllm import disagg_render
+from components.workloads.vllm.spec import ENGINE_DEFAULT, VllmSpec
 from tests.conftest import STACKS, planned
 
 DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 UNRESOLVED = {
+    "vllm-tpu:v0.32.0",
     "custom-metrics-stackdriver-adapter:v0.16.10-gke.0",
     "pathways-proxy:jax-0.5.3",
     "pathways-server:jax-0.5.3",
@@ -44,6 +49,10 @@ UNRESOLVED = {
     "sax-http:v1.0.0",
     "lws:v0.9.0",
     "lws:v0.10.0",
+    "llm-d-router-endpoint-picker:v0.10.0",
+    "gaie-body-based-router:v1.5.0",
+    "maxtext-tpu-pre-training:0.2.4",
+    "llm-d-router-disagg-sidecar:v0.10.0",
 }
 """Catalog rows whose digest no public source names (each row's ``source`` says where it was looked
 for): they render by tag until ``python -m components.catalog.refresh_images`` is run where the
@@ -142,7 +151,7 @@ def test_lookups_name_the_catalog_tags_when_a_row_is_missing() -> None:
         image("jobset", "v9.9.9")
     with pytest.raises(KeyError):
         image("jobset")  # several releases share the name: the tag is required
-    assert images.pinned("vllm/vllm-tpu", "v0.27.0") == image("vllm-tpu").ref
+    assert images.pinned("vllm/vllm-tpu", "v0.27.0") == image("vllm-tpu-v0.27.0").ref
     assert images.pinned("vllm/vllm-tpu", "v0.99.0") == "vllm/vllm-tpu:v0.99.0"  # a user's tag, as given
 
 
@@ -151,7 +160,7 @@ def test_lookups_name_the_catalog_tags_when_a_row_is_missing() -> None:
 
 def test_spec_defaults_read_the_catalog() -> None:
     defaults = {
-        VllmSpec().image: "vllm-tpu",
+        engines.image_ref("vllm-tpu", ENGINE_DEFAULT.version): "vllm-tpu",
         JetstreamSpec().proxy_image: "pathways-proxy",
         JetstreamSpec().server_image: "pathways-server",
         JetstreamSpec().jetstream_image: "jetstream-pathways",
@@ -179,6 +188,8 @@ def test_image_strings_live_only_in_the_catalog() -> None:
 
 def test_every_row_is_used_by_a_default_or_a_controller_release() -> None:
     used = {image(name) for name in ("vllm-tpu", "custom-metrics-stackdriver-adapter", "curl")}
+    # Older vLLM TPU releases a stack may pin (workload.vllm.engineVersion), by digest where the catalog has one.
+    used |= {pin for v in engines.versions("vllm-tpu") if (pin := pin_of("vllm/vllm-tpu", f"v{v}")) is not None}
     used |= {
         pin
         for spec in (JetstreamSpec(), CheckpointConversionSpec(), SaxmlSpec())
@@ -188,6 +199,8 @@ def test_every_row_is_used_by_a_default_or_a_controller_release() -> None:
         if pin is not None
     }
     used |= {controller.image(version) for controller in CONTROLLERS.values() for version in controller.versions}
+    used |= {image(gateway.EPP_CHART.image), image(gateway.BBR_CHART.image), image(maxtext_jobset_spec.IMAGE_NAME)}
+    used |= {image(disagg_render.SIDECAR_IMAGE)}
     assert set(IMAGES) - used == set()
 
 

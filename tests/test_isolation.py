@@ -140,13 +140,21 @@ def test_one_autoscaled_vllm_stack_per_project(stacks_dir: Path, capsys: pytest.
     """The Custom Metrics adapter's KSA (custom-metrics/custom-metrics-stackdriver-adapter) is one
     principal per project: a second autoscaled vLLM stack in the project is refused, naming the key
     that installs it and the way out."""
+    # llama-70b autoscales through AutoscalingMetric (no adapter): put it back on the adapter first.
+    seventy = _stack_file("llama-70b")
+    seventy["config"]["gke-tpu-llm:workload"]["vllm"]["autoscaling"]["via"] = "adapter"
+    _write(stacks_dir, "llama-70b", seventy)
     data = _stack_file("llama-70b-fallback")
-    data["config"]["gcp:project"] = _stack_file("llama-70b")["config"]["gcp:project"]
+    data["config"]["gcp:project"] = seventy["config"]["gcp:project"]
     _write(stacks_dir, "llama-70b-fallback", data)
     code, err = _plan_errors(capsys, "llama-70b-fallback")
     assert code == 2
     assert "gke-tpu-llm:workload.vllm.autoscaling.enabled: True gives the Workload Identity namespace 'custom-metrics'" in err
     assert "one autoscaled vLLM stack per project" in err
+    # On AutoscalingMetric (no adapter) the two stacks share the project without a clash.
+    del seventy["config"]["gke-tpu-llm:workload"]["vllm"]["autoscaling"]["via"]
+    _write(stacks_dir, "llama-70b", seventy)
+    assert _plan_errors(capsys, "llama-70b-fallback")[0] == 0
 
 
 def test_plan_all_reports_every_clashing_stack(stacks_dir: Path, capsys: pytest.CaptureFixture[str], shared_engine: None) -> None:
@@ -195,6 +203,9 @@ NAME_INPUTS = {
     "gcp:storage/bucket:Bucket": "name",
     "gcp:serviceaccount/account:Account": "accountId",
     "gcp:artifactregistry/repository:Repository": "repositoryId",
+    "gcp:compute/subnetwork:Subnetwork": "name",
+    "gcp:certificatemanager/certificate:Certificate": "name",
+    "gcp:certificatemanager/dnsAuthorization:DnsAuthorization": "name",
 }
 # Types whose names live inside another claimed resource (a pool in its cluster, a member on its
 # bucket/account/repository/project): unique as long as their parent is.
@@ -204,6 +215,9 @@ SCOPED_INSIDE = {
     "gcp:serviceaccount/iAMMember:IAMMember",
     "gcp:projects/iAMMember:IAMMember",
     "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
+    # Server-side ids (projects/…/dashboards/<id>): no name to share; display names carry the stack's.
+    "gcp:monitoring/dashboard:Dashboard",
+    "gcp:monitoring/alertPolicy:AlertPolicy",
 }
 _PRINCIPAL = re.compile(r"svc\.id\.goog(?:\[(?P<ns1>[^/\]]+)/|/subject/ns/(?P<ns2>[^/]+)/sa/)")
 

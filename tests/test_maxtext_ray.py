@@ -642,7 +642,7 @@ def test_acceptance_plan_exits_2_when_the_job_cannot_run(
 ) -> None:
     assert cli(["plan", "--config", str(_bad_stack(tmp_path, workload)), "--json"]) == 2
     out = capsys.readouterr()
-    assert out.out == ""
+    assert json.loads(out.out)["error"]["kind"] == "config"
     assert "invalid stack configuration" in out.err
     assert message in out.err
 

@@ -6,6 +6,11 @@ The flows a stack needs are derived here from its rendered objects, independentl
 * a Service's clients reach the ports it targets (``targetPort`` resolved on the selected pods):
   the pods of its namespace for a ClusterIP Service; for a LoadBalancer, the addresses outside the
   cluster in its ``loadBalancerSourceRanges`` (every one without them) and no pod;
+* behind a GKE Inference Gateway, an ``InferencePool``'s pods are reached on its ``targetPorts`` by the
+  gateway's proxies (addresses in the stack's proxy-only subnet), Google's health checks and the endpoint
+  picker's pods (they read the servers' metrics); the endpoint picker (``endpointPickerRef``) is reached
+  on its ext-proc port by the proxies and health checks and on its ``grpc-health`` port by the health
+  checks. Neither Service of a pool admits its namespace: the gateway is the way in;
 * an APIService's backend Service is reached from the control plane (every source);
 * Managed Prometheus collectors reach the ports a PodMonitoring scrapes;
 * the pods one LeaderWorkerSet, JobSet replicated Job or RayCluster creates form one distributed
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -96,6 +102,11 @@ COLLECTOR = Source(
 KUBE_SYSTEM = Source("kube-system pod (GKE-hosted controllers)", "kube-system", (("k8s-app", "konnectivity-agent"),))
 OUTSIDE = Source("address outside the cluster", None, ip="203.0.113.7")
 VPC_CLIENT = Source("address in the VPC", None, ip="10.128.0.5")
+HEALTH_CHECKS = (
+    Source("Google health check (35.191.0.0/16)", None, ip="35.191.9.9"),
+    Source("Google health check (130.211.0.0/22)", None, ip="130.211.1.1"),
+)
+"""Google's load-balancer health-check ranges (cloud.google.com/load-balancing/docs/firewall-rules)."""
 
 
 def _plain(values: Iterable[Any]) -> tuple[str, ...]:
@@ -134,10 +145,27 @@ def as_source(dest: Dest) -> Source:
     return Source(dest.name, dest.namespace, dest.labels)
 
 
-def universe(manifests: Sequence[Mapping[str, Any]]) -> list[Source]:
+def proxies(proxy_cidr: str | None) -> list[Source]:
+    """A gateway proxy: an address of the stack's proxy-only subnet (from its config, not the policies)."""
+    if proxy_cidr is None:
+        return []
+    return [Source(f"gateway proxy ({proxy_cidr})", None, ip=str(next(ipaddress.ip_network(proxy_cidr).hosts())))]
+
+
+def universe(manifests: Sequence[Mapping[str, Any]], proxy_cidr: str | None = None) -> list[Source]:
     namespaces = sorted({d.namespace for d in dests(manifests)})
     unlabelled = [Source(f"unlabelled pod in {ns}", ns, (("run", "debug"),)) for ns in namespaces]
-    return [*(as_source(d) for d in dests(manifests)), *unlabelled, STRANGER, COLLECTOR, KUBE_SYSTEM, OUTSIDE, VPC_CLIENT]
+    return [
+        *(as_source(d) for d in dests(manifests)),
+        *unlabelled,
+        STRANGER,
+        COLLECTOR,
+        KUBE_SYSTEM,
+        OUTSIDE,
+        VPC_CLIENT,
+        *HEALTH_CHECKS,
+        *proxies(proxy_cidr),
+    ]
 
 
 Need = tuple[str, str, int]
@@ -155,9 +183,9 @@ def _selected(all_dests: Sequence[Dest], namespace: str, selector: Mapping[str, 
     return [d for d in all_dests if d.namespace == namespace and all(dict(d.labels).get(k) == v for k, v in selector.items())]
 
 
-def needed(manifests: Sequence[Mapping[str, Any]]) -> set[Need]:
+def needed(manifests: Sequence[Mapping[str, Any]], proxy_cidr: str | None = None) -> set[Need]:
     all_dests = dests(manifests)
-    sources = universe(manifests)
+    sources = universe(manifests, proxy_cidr)
     need: set[Need] = set()
 
     def admit(who: Iterable[Source], targets: Iterable[Dest], ports: Iterable[int | None]) -> None:
@@ -168,6 +196,20 @@ def needed(manifests: Sequence[Mapping[str, Any]]) -> set[Need]:
                     need.add((source.name, dest.name, port))
 
     services = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in manifests if o["kind"] == "Service"}
+    # A gateway's InferencePools: their pods and endpoint pickers are entered through the gateway only.
+    gateway = [*proxies(proxy_cidr), *HEALTH_CHECKS]
+    behind_gateway: set[str] = set()
+    for pool in (o for o in manifests if o["kind"] == "InferencePool"):
+        namespace, spec = pool["metadata"]["namespace"], pool["spec"]
+        servers = _selected(all_dests, namespace, spec["selector"]["matchLabels"])
+        picker_service = services[(namespace, spec["endpointPickerRef"]["name"])]
+        pickers = _selected(all_dests, namespace, picker_service["spec"]["selector"])
+        behind_gateway |= {d.name for d in [*servers, *pickers]}
+        admit([*gateway, *map(as_source, pickers)], servers, [t["number"] for t in spec["targetPorts"]])
+        ext_proc = next(p for p in picker_service["spec"]["ports"] if p["port"] == spec["endpointPickerRef"]["port"]["number"])
+        for picker in pickers:
+            admit(gateway, [picker], [_resolve(picker, ext_proc.get("targetPort", ext_proc["port"]))])
+            admit(HEALTH_CHECKS, [picker], [_resolve(picker, "grpc-health")])
     control_plane_backends = {
         (o["spec"]["service"]["namespace"], o["spec"]["service"]["name"]) for o in manifests if o["kind"] == "APIService"
     }
@@ -184,6 +226,8 @@ def needed(manifests: Sequence[Mapping[str, Any]]) -> set[Need]:
             clients = [
                 s for s in sources if s.namespace is None and s.ip and any(ipaddress.ip_address(s.ip) in r for r in ranges)
             ]
+        elif all(d.name in behind_gateway for d in targets):
+            clients = []  # the gateway is the way in (kubectl port-forward is not subject to policies)
         else:
             clients = [s for s in sources if s.namespace == namespace]
         for port in spec["ports"]:
@@ -219,11 +263,40 @@ def needed(manifests: Sequence[Mapping[str, Any]]) -> set[Need]:
             admit([as_source(dest)], [by_role["sax-http"]], [int(env["SAX_HTTP_ADDRESS"].rsplit(":", 1)[1])])
         if role == "ray-job":  # submitter and KubeRay's RayJob controller -> the head's job API
             admit([as_source(dest), KUBE_SYSTEM], [by_role["ray-head"]], [_resolve(by_role["ray-head"], "dashboard")])
+
+    # vLLM prefill/decode: every KV consumer of a namespace pulls from every producer there.
+    kv_roles = {d.name: _kv_role(d) for d in all_dests}
+    for producer in (d for d in all_dests if kv_roles[d.name] == "kv_producer"):
+        consumers = [d for d in all_dests if d.namespace == producer.namespace and kv_roles[d.name] in ("kv_consumer", "kv_both")]
+        env = dict(producer.env)
+        serving = [int(m.group(1)) for a in producer.args if (m := re.fullmatch(r"--port=(\d+)", a))]
+        # The routing sidecar posts the prompt to the producer's server; the connector's control and side
+        # channel are tpu-inference's env ports (defaults 9100, 9600); its bulk sockets bind port 0.
+        kv_ports = [int(env.get("TPU_KV_TRANSFER_PORT", "9100")), int(env.get("TPU_SIDE_CHANNEL_PORT", "9600"))]
+        admit(map(as_source, consumers), [producer], [*serving, *kv_ports, *range(EPHEMERAL[0], EPHEMERAL[1] + 1)])
     return need
 
 
+EPHEMERAL = (32768, 60999)
+"""Linux's default net.ipv4.ip_local_port_range, where a port-0 socket lands (tpu-inference's transfer channels)."""
+
+
+def _kv_role(dest: Dest) -> str | None:
+    """``kv_role`` of a vLLM server's ``--kv-transfer-config`` (None: no KV connector)."""
+    args = list(dest.args)
+    for i, arg in enumerate(args):
+        text = arg.split("=", 1)[1] if arg.startswith("--kv-transfer-config=") else (
+            args[i + 1] if arg == "--kv-transfer-config" and i + 1 < len(args) else None
+        )
+        if text is not None:
+            return str(json.loads(text)["kv_role"])
+    return None
+
+
 def probes(dest: Dest) -> list[int]:
-    return sorted({*(n for _, n, _ in dest.ports), *UNDECLARED, 443, 8000, 8265})
+    # A KV producer's ephemeral range is probed at its ends and just outside them.
+    kv = (EPHEMERAL[0] - 1, *EPHEMERAL, EPHEMERAL[1] + 1, 9100, 9600) if _kv_role(dest) == "kv_producer" else ()
+    return sorted({*(n for _, n, _ in dest.ports), *UNDECLARED, 443, 8000, 8265, *kv})
 
 
 def policies_of(manifests: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -235,13 +308,16 @@ def policies_of(manifests: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_policies_admit_exactly_the_needed_flows(stack: str) -> None:
-    manifests = planned_built(stack).manifests  # a training stack's objects once its image is built
+    result = planned_built(stack)  # a training stack's objects once its image is built
+    manifests = result.manifests
+    front_door = result.config.workload.front_door
+    proxy_cidr = front_door.proxy_subnet.cidr if front_door.proxy_subnet else None
     policies = policies_of(manifests)
-    need = needed(manifests)
+    need = needed(manifests, proxy_cidr)
     assert need, "no flows derived"
     wrong = []
     for dest in dests(manifests):
-        for source in universe(manifests):
+        for source in universe(manifests, proxy_cidr):
             for port in probes(dest):
                 want = (source.name, dest.name, port) in need
                 if allowed(policies, source, dest, port) != want:
@@ -314,16 +390,17 @@ def test_vllm_metrics_share_the_serving_port_nothing_else_is_open() -> None:
     """Managed Prometheus scrapes the serving port (PodMonitoring port = Service targetPort), so
     'external -> metrics' is the load balancer's flow; every other port of the pod stays closed."""
     manifests = planned("llama-70b").manifests
-    (mon,) = [o for o in manifests if o["kind"] == "PodMonitoring"]
-    (svc,) = [o for o in manifests if o["kind"] == "Service" and o["metadata"]["namespace"] == "llama-70b"]
+    (mon,) = [o for o in manifests if o["kind"] == "PodMonitoring" and o["metadata"]["name"] == "vllm"]
+    (svc,) = [o for o in manifests if o["kind"] == "Service" and o["metadata"]["name"] == "vllm"]
     assert {e["port"] for e in mon["spec"]["endpoints"]} == {p["targetPort"] for p in svc["spec"]["ports"]}
     vllm = _dest(manifests, "vllm")
     assert allowed(policies_of(manifests), COLLECTOR, vllm, 8000)
     for source in (OUTSIDE, STRANGER, COLLECTOR):
         assert not allowed(policies_of(manifests), source, vllm, 8001)
-    adapter = _dest(manifests, "metrics-adapter")
-    assert allowed(policies_of(manifests), KUBE_SYSTEM, adapter, 443)
-    assert not allowed(policies_of(manifests), STRANGER, adapter, 8080)
+    fallback = planned("llama-70b-fallback").manifests  # the adapter path (llama-70b uses AutoscalingMetric)
+    adapter = _dest(fallback, "metrics-adapter")
+    assert allowed(policies_of(fallback), KUBE_SYSTEM, adapter, 443)
+    assert not allowed(policies_of(fallback), STRANGER, adapter, 8080)
 
 
 # ---------------------------------------------------------------- the compiler

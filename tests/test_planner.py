@@ -394,12 +394,13 @@ def test_select_slice_spot_prices_change_the_ranking(monkeypatch: pytest.MonkeyP
     workload = ServingWorkload("maxtext", 2048, per_device_batch_size=1, weight_dtype="int8", kv_dtype="int8")
     arch = MODELS["llama3-8b"]
     on_demand = planner.select_slice(arch, workload, region="us-south1")
-    spot = planner.select_slice(arch, workload, region="us-south1", spot=True)
+    spot = planner.select_slice(arch, workload, region="us-south1", capacity="spot")
     assert on_demand.slice.key == "v5e-1x1"
     assert on_demand.price_per_hour == pytest.approx(1.416)
     assert spot.slice.key == "v6e-1x1"
     assert spot.price_per_hour == pytest.approx(1.35)
     assert spot.spot
+    assert spot.to_dict()["capacity_type"] == "spot"
 
 
 def test_select_slice_unpriced_slices_rank_last_but_stay_eligible() -> None:
@@ -444,9 +445,25 @@ def test_select_slice_nothing_fits_lists_reasons() -> None:
 
 
 def test_verify_slice_returns_margin_for_a_fit() -> None:
-    p = planner.verify_slice(MODELS["llama3.1-405b"], SEED_405B, slice_of("v6e", "4x4"), region="us-east5", spot=True)
+    p = planner.verify_slice(MODELS["llama3.1-405b"], SEED_405B, slice_of("v6e", "4x4"), region="us-east5", capacity="spot")
     assert p.memory.margin == p.memory.hbm - p.memory.total > 0
     assert p.price_per_hour == pytest.approx(16 * 1.215)
+
+
+def test_a_slice_is_priced_at_the_capacity_type_it_is_asked_for() -> None:
+    """The planner prices a slice at the stack's preferred tier (the catalog's rate for that type):
+    flex-start and queued provisioning at the flex-start rate, a reservation at the on-demand rate."""
+    tpu = slice_of("v6e", "4x4")
+    rates = {
+        "flexStart": tpu_catalog.GENERATIONS["v6e"].flex_start_prices["us-east5"],
+        "queuedProvisioning": tpu_catalog.GENERATIONS["v6e"].flex_start_prices["us-east5"],
+        "reservation": 2.70,
+        "onDemand": 2.70,
+    }
+    for capacity, rate in rates.items():
+        p = planner.verify_slice(MODELS["llama3.1-405b"], SEED_405B, tpu, region="us-east5", capacity=capacity)
+        assert (p.capacity, p.spot) == (capacity, False)
+        assert p.price_per_hour == pytest.approx(16 * rate), capacity
 
 
 def test_verify_slice_overflow_names_model_need_hbm_and_smallest_fit() -> None:

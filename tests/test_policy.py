@@ -304,10 +304,95 @@ def route(*parents: Mapping[str, Any], kind: str = "HTTPRoute", namespace: str =
     )
 
 
+PUBLIC_CLASS = "gke-l7-regional-external-managed"
+HTTPS = [{"name": "https", "port": 443, "protocol": "HTTPS", "tls": {"mode": "Terminate"}}]
+IAP = {"enabled": True, "clientID": "123.apps.googleusercontent.com", "oauth2ClientSecret": {"name": "vllm-iap-client"}}
+
+
+def public_gateway(listeners: list[dict[str, Any]] | None = None, namespace: str = "llm") -> Resource:
+    """A GKE regional external Gateway (the public front door's class) serving HTTPS."""
+    return Resource(
+        GATEWAY_TYPE,
+        "gw",
+        {
+            "metadata": {"name": "gw", "namespace": namespace},
+            "spec": {"gatewayClassName": PUBLIC_CLASS, "listeners": listeners if listeners is not None else HTTPS},
+        },
+    )
+
+
+def pool_route(*pools: str, namespace: str = "llm", parent: Mapping[str, Any] | None = None, name: str = "route") -> Resource:
+    """An HTTPRoute from Gateway gw to InferencePools."""
+    refs = [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": p} for p in pools]
+    return Resource(
+        "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute",
+        name,
+        {
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"parentRefs": [dict(parent or {"name": "gw"})], "rules": [{"backendRefs": refs}]},
+        },
+    )
+
+
+def backend_policy(
+    target: str = "vllm",
+    iap: Mapping[str, Any] | None = IAP,
+    namespace: str = "llm",
+    kind: str = "InferencePool",
+    name: str = "p",
+) -> Resource:
+    """A GCPBackendPolicy on an InferencePool (``iap`` None: a timeout-only policy)."""
+    group = "inference.networking.k8s.io" if kind == "InferencePool" else ""
+    default: dict[str, Any] = {"timeoutSec": 600, **({"iap": dict(iap)} if iap is not None else {})}
+    return Resource(
+        "kubernetes:networking.gke.io/v1:GCPBackendPolicy",
+        name,
+        {
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"targetRef": {"group": group, "kind": kind, "name": target}, "default": default},
+        },
+    )
+
+
 # stack rule -> (a stack that passes, one that fails)
+def _prod_service() -> Resource:
+    props = {"metadata": {"name": "vllm", "namespace": "llm"}, "spec": {"type": "ClusterIP", "ports": [{"port": 8000}]}}
+    return Resource("kubernetes:core/v1:Service", "svc", props, environment="prod")
+
+
+def _alert_policy(key: str) -> Resource:
+    labels = {"gke-tpu-llm-alert": key, "environment": "prod"}
+    return Resource("gcp:monitoring/alertPolicy:AlertPolicy", f"alert-{key}", {"userLabels": labels}, environment="prod")
+
+
 STACK_CASES: dict[str, tuple[list[Resource], list[Resource]]] = {
     "routes-attach-to-stack-gateways": ([gateway(), route({"name": "gw"})], [gateway(), route({"name": "shared-public"})]),
+    "public-gateways-behind-iap": (
+        [public_gateway(), pool_route("vllm"), backend_policy()],
+        [public_gateway(), pool_route("vllm"), backend_policy(iap=None)],
+    ),
+    # A prod serving stack keeps its availability alert (components/render/dashboards.py labels it).
+    "prod-serving-availability-alert": (
+        [_prod_service(), _alert_policy("availability")],
+        [_prod_service(), _alert_policy("hbm")],
+    ),
 }
+
+
+def test_policy_public_gateway_messages_name_the_backend_and_the_listener() -> None:
+    ((rule, res, message),) = stack_violations([public_gateway(), pool_route("vllm")])
+    assert (rule, res.name) == ("public-gateways-behind-iap", "route")
+    assert message.startswith(
+        "spec.rules[0].backendRefs[0] sends public Gateway llm/gw's traffic to InferencePool llm/vllm without "
+        "Identity-Aware Proxy: no GCPBackendPolicy targets it"
+    )
+    http = public_gateway([{"name": "http", "port": 80, "protocol": "HTTP"}, *HTTPS])
+    assert [m for _, m in violations(http)] == [
+        "spec.listeners[0] of a public Gateway is HTTP: serve HTTPS only (protocol HTTPS, TLS terminated at the load "
+        "balancer with a certificate), never plain HTTP"
+    ]
+    # An internal Gateway needs neither IAP nor HTTPS.
+    assert stack_violations([gateway(), pool_route("vllm")]) == []
 
 
 def test_policy_every_rule_has_cases() -> None:
@@ -791,6 +876,8 @@ def test_policy_pack_wraps_every_rule_and_reports_through_pulumi(monkeypatch: py
     for rule, (good_stack, bad_stack) in sorted(STACK_CASES.items()):
         reports = []
         for resources in (good_stack, bad_stack):
+            environment = next((res.environment for res in resources if res.environment), "dev")  # the stack's config
+            monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gcp:project": "p", "gke-tpu-llm:environment": environment}))
             stack_args = types.SimpleNamespace(resources=[args_of(res) for res in resources])
             by_name[rule].validate(stack_args, lambda message, urn: reports.append((message, urn)))  # noqa: B023
         assert reports == [(m, f"urn:{res.name}") for _, res, m in stack_violations(bad_stack)], rule

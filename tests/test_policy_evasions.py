@@ -18,7 +18,7 @@ from components.config import stack_files as stacks
 from components.policy.checks import PRIVILEGED_TPU_ANNOTATION, PRIVILEGED_TPU_REASON, stack_violations, violations
 from components.policy.resource_props import Resource
 from components.tools import report
-from tests.test_policy import PROD_LABELS, _through_sdk
+from tests.test_policy import HTTPS, IAP, PROD_LABELS, _through_sdk, backend_policy, pool_route, public_gateway
 
 SVC = "kubernetes:core/v1:Service"
 AUTH = {"gke-tpu-llm/auth": "api-key"}
@@ -174,11 +174,25 @@ TPU_REASON = {PRIVILEGED_TPU_ANNOTATION: PRIVILEGED_TPU_REASON}
 ENDPOINT_LB = "public-load-balancers-restricted-and-authenticated"
 INGRESS = "no-public-ingress-or-gateway"
 ROUTES = "routes-attach-to-stack-gateways"
+GATEWAY_IAP = "public-gateways-behind-iap"
 FIREWALL = "firewall-ingress-restricted"
 IAM = "project-iam-allow-listed"
 IMAGES = "no-unpinned-images"
 LABELS = "prod-resources-labelled"
 PODS = "pod-security-baseline"
+AVAILABILITY = "prod-serving-availability-alert"
+
+
+def prod_endpoint() -> Resource:
+    spec = {"type": "ClusterIP", "ports": [{"port": 8000}]}
+    return Resource(SVC, "svc", {"metadata": {"name": "vllm", "namespace": "llm"}, "spec": spec}, environment="prod")
+
+
+def availability_alert(**props: Any) -> Resource:
+    labels = {"gke-tpu-llm-alert": "availability", "environment": "prod"}
+    return Resource("gcp:monitoring/alertPolicy:AlertPolicy", "alert", {"userLabels": labels, **props}, environment="prod")
+
+
 PUBLIC_CLASSES = ("gke-l7-global-external-managed", "gke-l7-regional-external-managed", "gke-l7-gxlb", "istio")
 
 
@@ -214,6 +228,58 @@ EVASIONS: dict[str, Case] = {
     **{f"gateway-{name}": denied(INGRESS, gateway(name)) for name in PUBLIC_CLASSES},
     "gateway-patch-without-class": denied(INGRESS, gateway(None, type_="kubernetes:gateway.networking.k8s.io/v1:GatewayPatch")),
     "httproute-to-a-gateway-outside-the-stack": denied(ROUTES, route({"name": "shared-external", "namespace": "infra"})),
+    # A public Gateway without Identity-Aware Proxy on every backend its routes reach, or with plain HTTP.
+    "public-gateway-iap-on-another-pool": denied(GATEWAY_IAP, public_gateway(), pool_route("vllm"), backend_policy("other")),
+    "public-gateway-iap-disabled": denied(
+        GATEWAY_IAP, public_gateway(), pool_route("vllm"), backend_policy(iap={**IAP, "enabled": False})
+    ),
+    "public-gateway-iap-without-secret": denied(
+        GATEWAY_IAP, public_gateway(), pool_route("vllm"), backend_policy(iap={"enabled": True, "clientID": "c"})
+    ),
+    "public-gateway-second-route-to-a-pool-without-iap": denied(
+        GATEWAY_IAP, public_gateway(), pool_route("vllm"), backend_policy(), pool_route("raw", name="raw-route")
+    ),
+    "public-gateway-second-policy-switching-iap-off": denied(
+        GATEWAY_IAP, public_gateway(), pool_route("vllm"), backend_policy(), backend_policy(iap={"enabled": False}, name="q")
+    ),
+    "public-gateway-iap-policy-in-the-gateways-namespace": denied(
+        # The route (and its pool) live in llm; the policy in the Gateway's namespace targets edge/vllm.
+        GATEWAY_IAP,
+        public_gateway(namespace="edge"),
+        pool_route("vllm", parent={"name": "gw", "namespace": "edge"}),
+        backend_policy(namespace="edge"),
+    ),
+    "public-gateway-iap-on-a-service-of-the-pools-name": denied(
+        GATEWAY_IAP, public_gateway(), pool_route("vllm"), backend_policy(kind="Service")
+    ),
+    "public-gateway-http-listener": denied(
+        INGRESS, public_gateway([{"name": "http", "port": 80, "protocol": "HTTP"}]), pool_route("vllm"), backend_policy()
+    ),
+    "public-gateway-tls-passthrough": denied(
+        INGRESS,
+        public_gateway([{"name": "tls", "port": 443, "protocol": "HTTPS", "tls": {"mode": "Passthrough"}}]),
+        pool_route("vllm"),
+        backend_policy(),
+    ),
+    "public-gateway-routes-from-every-namespace": denied(
+        INGRESS,
+        public_gateway([{**HTTPS[0], "allowedRoutes": {"namespaces": {"from": "All"}}}]),
+        pool_route("vllm"),
+        backend_policy(),
+    ),
+    "public-multi-cluster-gateway-with-iap": denied(
+        INGRESS,
+        Resource(
+            "kubernetes:gateway.networking.k8s.io/v1:Gateway",
+            "gw",
+            {
+                "metadata": {"name": "gw", "namespace": "llm"},
+                "spec": {"gatewayClassName": "gke-l7-global-external-managed-mc", "listeners": HTTPS},
+            },
+        ),
+        pool_route("vllm"),
+        backend_policy(),
+    ),
     "service-patch-to-public-lb": denied(
         ENDPOINT_LB,
         Resource(
@@ -296,9 +362,12 @@ EVASIONS: dict[str, Case] = {
     "tpu-annotation-with-host-network": denied(
         PODS, jobset(pod_spec(container(resources=TPU, **PRIVILEGED), hostNetwork=True), TPU_REASON)
     ),
+    # A prod serving stack whose availability alert is there but switched off.
+    "prod-availability-alert-disabled": denied(AVAILABILITY, prod_endpoint(), availability_alert(enabled=False)),
 }
 
 NEAR_MISSES: dict[str, Case] = {
+    "prod-serving-with-its-availability-alert": passes(prod_endpoint(), availability_alert(enabled=True)),
     "lb-ranges-exactly-a-public-16": passes(lb(["203.0.0.0/16"])),
     "lb-ranges-overlapping-collapse-to-a-16": passes(lb(["203.0.0.0/16", "203.0.113.0/24", "203.0.0.0/17"])),
     "lb-ranges-all-private-space": passes(
@@ -323,6 +392,18 @@ NEAR_MISSES: dict[str, Case] = {
         Resource("kubernetes:networking.k8s.io/v1:IngressPatch", "ing", {"metadata": {"name": "ing", "labels": {"team": "a"}}})
     ),
     "gateway-internal-with-its-route": passes(gateway("gke-l7-rilb"), route({"name": "gw"})),
+    "public-gateway-https-with-iap-on-every-pool": passes(
+        public_gateway(),
+        pool_route("vllm"),
+        backend_policy(),
+        pool_route("raw", name="raw-route"),
+        backend_policy("raw", name="q"),
+    ),
+    "public-gateway-iap-policy-targeting-the-pool-across-namespaces": passes(
+        public_gateway(namespace="edge"),
+        pool_route("vllm", parent={"name": "gw", "namespace": "edge"}),
+        backend_policy(namespace="llm"),
+    ),
     "gateway-cross-regional-internal": passes(gateway("gke-l7-cross-regional-internal-managed-mc")),
     "mesh-route-to-a-service": passes(route({"name": "svc", "kind": "Service", "group": ""})),
     "service-patch-labels-only": passes(Resource(SVC + "Patch", "svc", {"metadata": {"name": "svc", "labels": {"team": "a"}}})),
@@ -393,7 +474,7 @@ def test_evasion_tables_cover_the_issue() -> None:
     assert len(EVASIONS) >= 21
     assert len(NEAR_MISSES) >= 21
     denied_by = {case.rule for case in EVASIONS.values()}
-    assert denied_by == {ENDPOINT_LB, INGRESS, ROUTES, FIREWALL, IAM, IMAGES, LABELS, PODS}
+    assert denied_by == {ENDPOINT_LB, INGRESS, ROUTES, GATEWAY_IAP, FIREWALL, IAM, IMAGES, LABELS, PODS, AVAILABILITY}
     for kind in (
         "Pod",
         "Deployment",

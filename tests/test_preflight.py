@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from google.api_core import exceptions as api
 from google.auth import exceptions as auth
 from google.cloud import compute_v1
@@ -19,6 +20,7 @@ from google.cloud import compute_v1
 from components.catalog import tpu as tpu_catalog
 from components.config import naming
 from components.config import stack_files as stacks
+from components.config.errors import ConfigError
 from components.config.loader import parse_full_config
 from components.config.stack import StackConfig
 from components.tools import preflight, preflight_online, report
@@ -513,57 +515,99 @@ def test_v6e_quota_is_reported_unchecked_with_the_cloud_quotas_command() -> None
 # ---- the command: exit codes and messages, never a traceback
 
 
-def run(stack_file: stacks.StackFile, factory: Callable[[], Clients], *, as_json: bool = False) -> tuple[int, str, str]:
+def run(stack_file: stacks.StackFile, factory: Callable[[], Clients], *, as_json: bool = False) -> tuple[int, str]:
     return preflight_online.run(stack_file, as_json=as_json, clients=factory)
 
 
+def cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, stack_file: stacks.StackFile,
+    factory: Callable[[], Clients], *argv: str,
+) -> tuple[int, str, str]:
+    """``python -m components preflight --config FILE ARGV`` in-process, on the clients ``factory`` makes."""
+    from components.tools.cli import main
+
+    path = tmp_path / f"Pulumi.{stack_file.stack}.yaml"
+    path.write_text(yaml.safe_dump({"config": stack_file.values}))
+    monkeypatch.setattr(preflight_online, "compute_clients", factory)
+    code = main(["preflight", "--config", str(path), *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def test_command_passes_and_fails_with_exit_codes() -> None:
-    code, out, err = run(saxml_file(), lambda: clients())
-    assert (code, err) == (0, "")
+    code, out = run(saxml_file(), lambda: clients())
+    assert code == 0
     assert "every required item is in place" in out
-    code, out, _ = run(saxml_file(), lambda: clients(regions=region(TPU_LITE_PODSLICE_V5=(16, 0))))
+    code, out = run(saxml_file(), lambda: clients(regions=region(TPU_LITE_PODSLICE_V5=(16, 0))))
     assert code == 1
     assert "FAIL" in out
     assert "1 failing item(s)" in out
-    code, out, _ = run(saxml_file(), lambda: clients(regions=region(TPU_LITE_PODSLICE_V5=(16, 0))), as_json=True)
+    code, out = run(saxml_file(), lambda: clients(regions=region(TPU_LITE_PODSLICE_V5=(16, 0))), as_json=True)
     document = json.loads(out)
     assert document["exit_code"] == 1
     assert [r["status"] for r in document["results"]].count("fail") == 1
 
 
-def test_command_bad_config_exits_2() -> None:
-    code, out, err = run(saxml_file(topology="3x3"), lambda: clients())
+def test_command_bad_config_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match=r"tpu\.topology"):
+        run(saxml_file(topology="3x3"), lambda: clients())
+    code, out, err = cli(monkeypatch, capsys, tmp_path, saxml_file(topology="3x3"), lambda: clients())
     assert code == 2
     assert out == ""
     assert "tpu.topology" in err
+    code, out, _ = cli(monkeypatch, capsys, tmp_path, saxml_file(topology="3x3"), lambda: clients(), "--json")
+    assert code == 2
+    error = json.loads(out)["error"]
+    assert (error["kind"], error["exit"]) == ("config", 2)
+    assert "gke-tpu-llm:tpu.topology" in [p["key"] for p in error["problems"]]
 
 
 @pytest.mark.parametrize(
-    ("error", "message"),
+    ("error", "message", "missing"),
     [
         (
             api_error(auth.DefaultCredentialsError, "Your default credentials were not found."),
             "gcloud auth application-default login",
+            "application-default credentials",
         ),
         (
             api_error(
                 api.Forbidden, "Compute Engine API has not been used in project 123 before or it is disabled. SERVICE_DISABLED"
             ),
             "gcloud services enable compute.googleapis.com",
+            "the Compute Engine API (disabled in the project)",
         ),
-        (api_error(api.PermissionDenied, "Required 'compute.regions.get' permission"), "roles/compute.viewer"),
+        (
+            api_error(api.PermissionDenied, "Required 'compute.regions.get' permission"),
+            "roles/compute.viewer",
+            "roles/compute.viewer on the project",
+        ),
     ],
 )
-def test_command_that_cannot_check_exits_3_with_the_fix(error: Exception, message: str) -> None:
+def test_command_that_cannot_check_exits_3_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    error: Exception,
+    message: str,
+    missing: str,
+) -> None:
     def no_credentials() -> Clients:
         raise error
 
-    code, out, err = run(saxml_file(), no_credentials)
+    code, out, err = cli(monkeypatch, capsys, tmp_path, saxml_file(), no_credentials)
     assert code == 3
     assert out == ""
     assert message in err
     assert "Traceback" not in err
-    # The same errors raised by a call, not by building the clients.
-    code, _, err = run(saxml_file(), lambda: clients(regions=error))
+    # The same errors raised by a call, not by building the clients; with --json, one error object.
+    code, out, err = cli(monkeypatch, capsys, tmp_path, saxml_file(), lambda: clients(regions=error), "--json")
     assert code == 3
     assert message in err
+    document = json.loads(out)["error"]
+    assert (document["kind"], document["exit"], document["missing"]) == ("cannot-check", 3, missing)
+    assert message in document["fix"]
+    with pytest.raises(preflight_online.CannotCheckError):
+        run(saxml_file(), no_credentials)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from components.config.front_door import HEALTH_CHECK_RANGES
 from components.render import custom_metrics, netpol
 from components.tools import endpoints, reach, report
 from components.workloads.vllm import spec as vllm_spec
@@ -186,7 +187,7 @@ def test_no_pod_of_an_unrelated_namespace_reaches_a_serving_port(stack: str) -> 
 def test_the_control_planes_adapter_is_the_one_open_port_and_it_authenticates() -> None:
     """The metrics adapter answers kube-apiserver, whose address no selector names: its port admits
     every source, and the endpoint line says so, with the API server's delegated authentication."""
-    (adapter,) = [e for e in endpoints.endpoints(planned("llama-70b").manifests) if e.namespace == "custom-metrics"]
+    (adapter,) = [e for e in endpoints.endpoints(planned("llama-70b-fallback").manifests) if e.namespace == "custom-metrics"]
     assert adapter.clients.everyone
     assert adapter.describe() == (
         "ClusterIP Service custom-metrics/custom-metrics-stackdriver-adapter :443 is reachable from inside the cluster, "
@@ -197,14 +198,40 @@ def test_the_control_planes_adapter_is_the_one_open_port_and_it_authenticates() 
 @pytest.mark.parametrize("stack", STACKS)
 def test_no_rule_on_a_serving_port_admits_every_source(stack: str) -> None:
     manifests = planned(stack).manifests
+    # A gateway's listener is its load balancer's (the VPC, or the internet behind IAP); its backends'
+    # pods, and every Service in front of them, admit the proxies and health checks by address.
+    behind_gateway = {
+        p.owner
+        for e in endpoints.endpoints(manifests)
+        for b in e.backends
+        for m in manifests
+        if m["kind"] == b.kind and m["metadata"]["name"] == b.name
+        for p in reach.pool_pods(manifests, m)
+    }
+    behind_gateway |= {p.owner for p in reach.pods(manifests) if dict(p.labels).get("app.kubernetes.io/component") == "vllm-epp"}
     for endpoint in endpoints.endpoints(manifests):
+        if endpoint.kind == "Gateway":
+            assert endpoint.backends, endpoint.describe()
+            assert not any(b.clients.everyone for b in endpoint.backends), endpoint.describe()
+            continue
         if endpoint.namespace != "custom-metrics":
             assert not endpoint.clients.everyone, endpoint.describe()
+        if endpoint.kind == "ClusterIP" and {p.owner for p in _backends(manifests, endpoint)} <= behind_gateway:
+            continue
         if endpoint.kind == "LoadBalancer":
             assert endpoint.client_addresses_kept, endpoint.describe()
             assert not endpoint.node_ports, endpoint.describe()
         else:
             assert not endpoint.clients.addresses, f"only a load balancer's clients are named by address: {endpoint.describe()}"
+
+
+def _backends(manifests: Sequence[Mapping[str, Any]], endpoint: endpoints.Endpoint) -> list[reach.Pod]:
+    (svc,) = [
+        m
+        for m in manifests
+        if m["kind"] == "Service" and (m["metadata"]["namespace"], m["metadata"]["name"]) == (endpoint.namespace, endpoint.name)
+    ]
+    return reach.service_pods(manifests, svc)
 
 
 def test_declared_clients_reach_the_serving_ports() -> None:
@@ -215,9 +242,11 @@ def test_declared_clients_reach_the_serving_ports() -> None:
     (server,) = [p for p in reach.pods(vllm) if dict(p.labels).get("app.kubernetes.io/component") == "vllm"]
     (bench,) = [p for p in reach.pods(vllm) if dict(p.labels).get("app.kubernetes.io/component") == "benchmark"]
     collector = reach.Source(namespace="gmp-system", labels=(("app.kubernetes.io/name", "collector"),))
-    for source in (reach.Source.of(bench), collector, reach.Source(address="10.128.0.5")):
+    # llama-70b serves behind the internal gateway: its proxies (10.129.0.0/23) reach the server, the VPC at large does not.
+    for source in (reach.Source.of(bench), collector, reach.Source(address="10.129.0.5")):
         assert reach.admits(policies, source, server, 8000), source
         assert not reach.admits(policies, source, server, 8001), source
+    assert not reach.admits(policies, reach.Source(address="10.128.0.5"), server, 8000)
     unlabelled = reach.Source(namespace=server.namespace, labels=(("run", "debug"),))
     assert not reach.admits(policies, unlabelled, server, 8000), "in-namespace clients are admitted by label only"
 
@@ -233,7 +262,7 @@ def test_declared_clients_reach_the_serving_ports() -> None:
 def test_source_ranges_become_the_only_addresses_admitted() -> None:
     from tests.test_day2 import variant
 
-    plan = variant("llama-70b", workload__vllm__service__sourceRanges=["10.128.0.0/20"])
+    plan = variant("llama-70b", workload__frontDoor={"type": "service"}, workload__vllm__service__sourceRanges=["10.128.0.0/20"])
     (svc,) = [m for m in plan["manifests"] if m["kind"] == "Service" and m["metadata"]["name"] == "vllm"]
     assert svc["spec"]["loadBalancerSourceRanges"] == ["10.128.0.0/20"]
     (vllm,) = [e for e in endpoints.endpoints(plan["manifests"]) if e.name == "vllm"]
@@ -301,6 +330,8 @@ def _listed(clients: reach.Clients, source: reach.Source) -> bool:
 def _agrees(manifests: Sequence[Mapping[str, Any]]) -> None:
     policies = reach.network_policies(manifests)
     for endpoint in endpoints.endpoints(manifests):
+        if endpoint.kind == "Gateway":
+            continue  # its backends: _agrees_gateway
         where = (endpoint.namespace, endpoint.name)
         (svc,) = [m for m in manifests if m["kind"] == "Service" and (m["metadata"]["namespace"], m["metadata"]["name"]) == where]
         text = endpoint.describe()
@@ -327,16 +358,20 @@ def _agrees(manifests: Sequence[Mapping[str, Any]]) -> None:
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_endpoint_line_lists_exactly_who_the_policies_admit(stack: str) -> None:
     _agrees(planned(stack).manifests)
+    _agrees_gateway(planned(stack).manifests)
 
 
 def test_endpoint_lines_of_the_serving_stacks() -> None:
     """The issue's two lies, corrected: the clients are the VPC's addresses and named pods (not any
     pod), and the API key covers some paths only."""
-    (line,) = [e.describe() for e in endpoints.endpoints(planned("llama-70b").manifests) if e.name == "vllm"]
+    (line,) = [e.describe() for e in endpoints.endpoints(planned("llama-70b").manifests) if e.kind == "Gateway"]
     assert line == (
-        "LoadBalancer Service llama-70b/vllm :8000 is reachable from inside the VPC only by: any address in the VPC or "
-        "a network connected to it; pods with app.kubernetes.io/name=collector of namespace gmp-system — without "
-        "authentication"
+        "Gateway llama-70b/vllm-gateway (gke-l7-rilb) HTTP :80 is reachable from inside the VPC only by: any address in "
+        "the VPC or a network connected to it and any pod of the cluster — without authentication; routes: PathPrefix / "
+        "-> InferencePool llama-70b/vllm; backends: InferencePool llama-70b/vllm, whose pods admit on :8000 only: "
+        "addresses in 10.129.0.0/23, 130.211.0.0/22 (Google health checks), 35.191.0.0/16 (Google health checks); pods "
+        "with app.kubernetes.io/component=vllm-epp,app.kubernetes.io/instance=llama-70b of namespace llama-70b; pods "
+        "with app.kubernetes.io/name=collector of namespace gmp-system"
     )
     (sax,) = [e.describe() for e in endpoints.endpoints(planned("saxml-175b").manifests) if e.kind == "LoadBalancer"]
     assert sax == (
@@ -361,3 +396,92 @@ def test_endpoint_lines_of_the_serving_stacks() -> None:
     (listed,) = [e for e in plan["endpoints"] if e["name"] == "vllm"]
     assert listed["clients"] == vllm.clients.to_dict()
     assert listed["auth_paths"] == ["/v1", "/v2", "/inference"]
+
+
+# ---------------------------------------------------------------- the gateway front door (issue 25)
+
+GATEWAY_STACKS = ("llama-70b", "llama-405b-vllm")
+"""Committed stacks whose front door is the internal GKE Inference Gateway."""
+
+
+def _role(pod: reach.Pod) -> str:
+    return dict(pod.labels).get("app.kubernetes.io/component", "")
+
+
+@pytest.mark.parametrize("stack", GATEWAY_STACKS)
+def test_only_the_gateway_proxies_and_the_endpoint_picker_reach_the_model_servers(stack: str) -> None:
+    """:8000 of the pods the InferencePool selects admits the proxy-only subnet, Google's health checks
+    and the endpoint picker; nothing else in the VPC (node subnets, other private ranges, the internet)
+    and no other pod of the cluster, except the two declared scrapers/peers: Managed Prometheus (vLLM's
+    /metrics for the HPA, on the serving port) and, multi-host, the group's own pods."""
+    plan = planned(stack)
+    manifests = plan.manifests
+    door = plan.config.workload.front_door
+    assert door.gateway
+    assert door.proxy_subnet is not None
+    policies = reach.network_policies(manifests)
+    (pool,) = [m for m in manifests if m["kind"] == "InferencePool"]
+    servers = reach.pool_pods(manifests, pool)
+    assert servers
+    assert reach.pool_ports(pool) == (8000,)
+    (picker,) = [p for p in reach.pods(manifests) if _role(p) == "vllm-epp"]
+    proxies = ipaddress.ip_network(str(door.proxy_subnet.cidr))
+    admitted = [reach.Source(address=a) for a in _inside(str(proxies))]
+    admitted += [reach.Source(address=a) for cidr in HEALTH_CHECK_RANGES for a in _inside(cidr)]
+    admitted.append(reach.Source.of(picker))
+    for server in servers:
+        for source in admitted:
+            assert reach.admits(policies, source, server, 8000), (server.owner, source)
+    outside = [
+        a
+        for a in (*PROBE_ADDRESSES, "10.129.4.1", str(proxies.network_address - 1), str(proxies.broadcast_address + 1))
+        if ipaddress.ip_address(a) not in proxies
+        and not any(ipaddress.ip_address(a) in ipaddress.ip_network(c) for c in HEALTH_CHECK_RANGES)
+    ]
+    group = {"vllm", "vllm-worker"} if any(_role(p) == "vllm-worker" for p in reach.pods(manifests)) else set()
+    refused = [reach.Source(address=a) for a in outside]
+    refused += [reach.Source.of(p) for p in reach.pods(manifests) if _role(p) not in {"vllm-epp", *group}]
+    refused += [reach.Source(namespace=servers[0].namespace, labels=(("run", "debug"),))]
+    refused += _strangers(manifests, servers[0])
+    reached = [f"{s.owner}: {src}" for s in servers for src in refused if reach.admits(policies, src, s, 8000)]
+    assert not reached, "\n".join(reached)
+    collector = reach.Source(namespace="gmp-system", labels=(("app.kubernetes.io/name", "collector"),))
+    assert all(reach.admits(policies, collector, s, 8000) for s in servers)  # the declared scrape
+
+
+def _agrees_gateway(manifests: Sequence[Mapping[str, Any]]) -> int:
+    """Each gateway backend's listed clients are exactly the sources that reach one of its pods on one
+    of its target ports (the same universe as the Services' check). Returns the backends checked."""
+    policies = reach.network_policies(manifests)
+    checked = 0
+    for endpoint in endpoints.endpoints(manifests):
+        for backend in endpoint.backends:
+            (pool,) = [m for m in manifests if m["kind"] == backend.kind and m["metadata"]["name"] == backend.name]
+            assert backend.describe() in endpoint.describe()
+            sources = [*_pod_sources(manifests, backend.clients), *(reach.Source(address=a) for a in _addresses(backend.clients))]
+            wrong = []
+            for source in sources:
+                listed = _listed(backend.clients, source)
+                reaches = any(
+                    reach.admits(policies, source, pod, port)
+                    for pod in reach.pool_pods(manifests, pool)
+                    for port in backend.ports
+                )
+                if listed != reaches:
+                    wrong.append(f"{'listed' if listed else 'not listed'} but {'reaches' if reaches else 'refused'}: {source}")
+            assert not wrong, endpoint.describe() + "\n" + "\n".join(wrong)
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("stack", GATEWAY_STACKS)
+def test_the_gateway_line_lists_exactly_who_reaches_its_backends(stack: str) -> None:
+    manifests = planned(stack).manifests
+    assert _agrees_gateway(manifests) == 1
+    (gateway,) = [e for e in endpoints.endpoints(manifests) if e.kind == "Gateway"]
+    (backend,) = gateway.backends
+    assert [a.cidr for a in backend.clients.addresses] == sorted(
+        [str(planned(stack).config.workload.front_door.proxy_subnet.cidr), *HEALTH_CHECK_RANGES]  # type: ignore[union-attr]
+    )
+    assert gateway.scope == endpoints.VPC
+    assert gateway.routes == (f"PathPrefix / -> InferencePool {stack}/vllm",)

@@ -194,7 +194,9 @@ def test_the_tpu7x_workload_policy_is_covered(
     source = stacks.stack_path("llama-405b-ironwood").read_text()
     assert "topology: 2x2x1" in source, "the ironwood seed changed; pick another single-host tpu7x line to vary"
     path = tmp_path / "Pulumi.ironwood-multihost.yaml"
-    path.write_text(source.replace("topology: 2x2x1", "topology: 2x2x2"))
+    # A second stack in the project expects the seed's proxy-only subnet instead of creating it again.
+    assert "create: true" in source
+    path.write_text(source.replace("topology: 2x2x1", "topology: 2x2x2").replace("create: true", "create: false"))
     assert main(["roles", "--config", str(path), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert "gcp:compute/resourcePolicy:ResourcePolicy" in printed["types"]

@@ -126,7 +126,7 @@ def test_render_model_servers_derive_every_number_from_the_slice() -> None:
     assert rjob["replicas"] == stack.config.tpu.slices == 2
     assert job["parallelism"] == job["completions"] == stack.slice.hosts == 8
     assert job["backoffLimit"] == 0
-    assert container["resources"] == {"requests": {"google.com/tpu": 4}, "limits": {"google.com/tpu": 4}}
+    assert container["resources"] == {"requests": {"google.com/tpu": "4"}, "limits": {"google.com/tpu": "4"}}
     assert pod_spec_of_jobset(jobset)["nodeSelector"] == {
         "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
         "cloud.google.com/gke-tpu-topology": "4x8",
@@ -443,7 +443,7 @@ def test_acceptance_plan_shows_the_whole_saxml_stack() -> None:
     rjob = jobset["spec"]["replicatedJobs"][0]
     assert rjob["replicas"] == 2
     assert rjob["template"]["spec"]["parallelism"] == rjob["template"]["spec"]["completions"] == 8
-    assert pod_spec_of_jobset(jobset)["containers"][0]["resources"]["limits"] == {"google.com/tpu": 4}
+    assert pod_spec_of_jobset(jobset)["containers"][0]["resources"]["limits"] == {"google.com/tpu": "4"}
     manifest(plan, "Deployment", "sax-http")
     svc = manifest(plan, "Service", "sax-http-lb")
     assert (svc["spec"]["type"], svc["spec"]["ports"][0]["port"]) == ("LoadBalancer", 8888)

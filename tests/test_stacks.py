@@ -1,4 +1,9 @@
-"""Every stack file run end to end under the mock engine, as `pulumi up` would run it."""
+"""Every stack file run end to end under the mock engine, as `pulumi up` would run it.
+
+The example stacks this repository ships are held to exact expectations (``EXPECTED_POOLS``); any
+other stack file in stacks/ (a user's own, e.g. the README's ``my-llama``) is a stack like them and gets
+every check that holds for all stacks (``STACKS``, the ``stack_plan`` fixture), here and in the other
+test files; tests/test_own_stacks.py runs them with such a stack added."""
 
 from __future__ import annotations
 
@@ -16,9 +21,9 @@ from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.config.stack import StackConfig
 from components.tools import manifests, mockengine, report
-from tests.conftest import make_config, planned, run_cli_process
+from tests.conftest import STACKS, make_config, planned, run_cli_process
 
-# The node pools each stack must produce: (machine type, nodes, topology or None, COMPACT?).
+# The example stacks and the node pools each must produce: (machine type, nodes, topology or None).
 EXPECTED_POOLS: dict[str, list[tuple[str, int | None, str | None]]] = {
     "llama-405b": [("ct6e-standard-4t", 4, "4x4")],
     "llama-405b-prod": [("ct6e-standard-4t", 4, "4x4")],
@@ -32,11 +37,26 @@ EXPECTED_POOLS: dict[str, list[tuple[str, int | None, str | None]]] = {
     # reservation (held) -> flexStart -> spot -> onDemand: the fallback pools scale from zero (no nodeCount).
     "llama-70b-fallback": [("ct6e-standard-8t", 1, None)] + [("ct6e-standard-8t", None, None)] * 3,
     "llama3-8b-train-queued": [("ct6e-standard-4t", None, "4x4")],  # queued: 0 <-> 4 hosts, atomically
+    "llama3-8b-train-multislice": [("ct6e-standard-4t", 4, "4x4")] * 2,  # one pool per slice, DCN across them
+    "llama-70b-disagg": [("ct6e-standard-8t", 1, None)] * 2,  # vLLM P/D: a prefill pool and a decode pool
 }
 
 
-def test_stacks_all_have_expectations() -> None:
-    assert sorted(EXPECTED_POOLS) == stacks.list_stacks()
+def test_stacks_examples_are_all_here() -> None:
+    """An example cannot drop out of the table's checks unnoticed: its stack file and its committed
+    goldens are here. (A stack file not in the table is a user's: the checks of every stack.)"""
+    missing = sorted(set(EXPECTED_POOLS) - set(stacks.list_stacks()))
+    assert not missing, f"example stacks without a stack file in stacks/: {missing}"
+    without_goldens = [s for s in sorted(EXPECTED_POOLS) if not sorted((manifests.MANIFESTS_DIR / s).glob("*.yaml"))]
+    assert not without_goldens, f"example stacks without goldens: `.venv/bin/python -m components render` {without_goldens}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_stacks_file_name_is_a_stack_name(stack: str) -> None:
+    # deploy.yml takes the name as free text and accepts only this rule (stack_environments.py check-stack).
+    assert stacks.is_stack_name(stack), (
+        f"rename stacks/Pulumi.{stack}.yaml: a stack name is letters, digits, '-', '_' and '.', a letter or digit first"
+    )
 
 
 def by_type(result: report.PlanResult, typ: str) -> list[mockengine.Registration]:
@@ -58,6 +78,11 @@ def test_stack_node_pools_match_the_catalog(stack: str) -> None:
         key=repr,  # node counts may be None (autoscaled pools) beside ints
     )
     assert got == sorted(EXPECTED_POOLS[stack], key=repr)
+
+
+def test_stack_tpu_pools_are_placed_as_their_slices(stack_plan: report.PlanResult) -> None:
+    pools = tpu_pools(stack_plan)
+    assert pools
     for pool in pools:
         policy = pool.get("placementPolicy")
         # COMPACT only for multi-host (a queued slice starts at 0 nodes and is created whole).
@@ -128,15 +153,14 @@ def test_stack_plan_json_shape() -> None:
     assert {"stack", "environment", "resources", "manifests", "cost_usd_per_hour"} <= set(data)
     for res in data["resources"]:
         assert {"type", "name", "parent", "dependencies", "inputs"} <= set(res)
-    assert data["cost_usd_per_hour"]["on_demand"] == pytest.approx(2 * 32 * 1.20)
-    assert data["cost_usd_per_hour"]["spot"] == pytest.approx(2 * 32 * 0.48)
+    assert data["cost_usd_per_hour"]["by_capacity"] == {"onDemand": pytest.approx(2 * 32 * 1.20)}  # no tier, no spot price
     json.dumps(data)  # serialisable as is
 
 
 def test_stack_cost_counts_autoscaling_maximum() -> None:
     cost = report.plan_json(planned("llama-70b"))["cost_usd_per_hour"]
     assert cost["chips"] == 16
-    assert cost["on_demand"] == pytest.approx(16 * 2.70)
+    assert cost["billed"] == pytest.approx(16 * 2.70)
     assert cost["billed_at_min_nodes"] == pytest.approx(8 * 2.70)
 
 
@@ -178,7 +202,7 @@ def test_stack_bad_config_cli_exits_2_with_message(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert expected in proc.stderr
     assert "Allowed: 1x1, 2x2, 2x4, 4x4" in proc.stderr
-    assert proc.stdout == ""
+    assert json.loads(proc.stdout)["error"]["kind"] == "config"  # --json: the report as one object too
 
 
 @pytest.mark.slow

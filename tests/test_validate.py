@@ -296,6 +296,53 @@ def computeclass() -> Obj:
     }
 
 
+def autoscalingmetric() -> Obj:
+    """A vLLM queue-depth gauge scraped from the serving pods, as components/workloads/vllm/autoscaling.py renders it."""
+    return {
+        "apiVersion": "autoscaling.gke.io/v1beta1",
+        "kind": "AutoscalingMetric",
+        "metadata": {"name": "vllm", "namespace": "llama-70b"},
+        "spec": {
+            "metrics": [
+                {
+                    "pod": {
+                        "selector": {"matchLabels": {"app.kubernetes.io/component": "vllm"}},
+                        "containers": [
+                            {
+                                "endpoint": {"port": 8000, "path": "/metrics"},
+                                "metrics": [
+                                    {
+                                        "gauge": {
+                                            "name": "num-requests-waiting",
+                                            "prometheusMetricName": "vllm:num_requests_waiting",
+                                        }
+                                    }
+                                ],
+                            }
+                        ],
+                    }
+                }
+            ]
+        },
+    }
+
+
+def checkpointconfiguration() -> Obj:
+    """GKE Multi-Tier Checkpointing's page example, as components/platform/addons/multi_tier_checkpointing.py renders it."""
+    return {
+        "apiVersion": "checkpointing.gke.io/v1",
+        "kind": "CheckpointConfiguration",
+        "metadata": {"name": "llama3-8b-train-multislice"},
+        "spec": {
+            "cloudStorageBucketName": "my-project-ckpt-backup",
+            "nodeSelector": {"node.kubernetes.io/instance-type": "ct6e-standard-4t"},
+            "tolerations": [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "inMemoryVolumeSize": "52Gi",
+            "gcsFuseMountOptions": ["implicit-dirs"],
+        },
+    }
+
+
 def provisioningrequest() -> Obj:
     return {
         "apiVersion": "autoscaling.x-k8s.io/v1",
@@ -307,6 +354,100 @@ def provisioningrequest() -> Obj:
         },
     }
 
+
+# Gateway front door kinds (components.render.gateway): shapes of GAIE v1.5.0's inferencepool chart and its
+# GKE templates (config/charts/inferencepool/templates/{inferencepool,gke,httproute}.yaml, body-based-routing/
+# templates/gke.yaml) and the GAIE GKE gateway sample (config/manifests/gateway/gke/gateway.yaml).
+_POOL_REF = {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "vllm"}
+
+
+def gateway() -> Obj:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": "inference-gateway", "namespace": "llm"},
+        "spec": {"gatewayClassName": "gke-l7-rilb", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+    }
+
+
+def httproute() -> Obj:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": "vllm", "namespace": "llm"},
+        "spec": {
+            "parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "inference-gateway"}],
+            "rules": [{"backendRefs": [_POOL_REF], "matches": [{"path": {"type": "PathPrefix", "value": "/"}}]}],
+        },
+    }
+
+
+def inferencepool() -> Obj:
+    return {
+        "apiVersion": "inference.networking.k8s.io/v1",
+        "kind": "InferencePool",
+        "metadata": {"name": "vllm", "namespace": "llm"},
+        "spec": {
+            "targetPorts": [{"number": 8000}],
+            "appProtocol": "http",
+            "selector": {"matchLabels": {"app": "vllm"}},
+            "endpointPickerRef": {"name": "vllm-epp", "port": {"number": 9002}, "failureMode": "FailOpen"},
+        },
+    }
+
+
+def healthcheckpolicy() -> Obj:
+    return {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "HealthCheckPolicy",
+        "metadata": {"name": "vllm", "namespace": "llm"},
+        "spec": {
+            "targetRef": _POOL_REF,
+            "default": {
+                "timeoutSec": 2,
+                "checkIntervalSec": 2,
+                "config": {"type": "HTTP", "httpHealthCheck": {"requestPath": "/health", "port": 8000}},
+            },
+        },
+    }
+
+
+def gcpbackendpolicy() -> Obj:
+    return {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "GCPBackendPolicy",
+        "metadata": {"name": "vllm", "namespace": "llm"},
+        "spec": {"targetRef": _POOL_REF, "default": {"timeoutSec": 300, "logging": {"enabled": True}}},
+    }
+
+
+def gcproutingextension() -> Obj:
+    return {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "GCPRoutingExtension",
+        "metadata": {"name": "body-based-router", "namespace": "llm"},
+        "spec": {
+            "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "inference-gateway"}],
+            "extensionChains": [
+                {
+                    "name": "chain1",
+                    "extensions": [
+                        {
+                            "name": "ext1",
+                            "authority": "myext.com",
+                            "timeout": "1s",
+                            "supportedEvents": ["RequestHeaders", "RequestBody", "RequestTrailers"],
+                            "requestBodySendMode": "FullDuplexStreamed",
+                            "backendRef": {"group": "", "kind": "Service", "name": "body-based-router", "port": 9004},
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+
+
+GATEWAY_FIXTURES = [gateway, httproute, inferencepool, healthcheckpolicy, gcpbackendpolicy, gcproutingextension]
 
 CR_FIXTURES = [
     lws,
@@ -321,6 +462,9 @@ CR_FIXTURES = [
     provisioningrequestconfig,
     computeclass,
     provisioningrequest,
+    checkpointconfiguration,
+    autoscalingmetric,
+    *GATEWAY_FIXTURES,
 ]
 
 
@@ -494,8 +638,11 @@ def test_validate_custom_resource_valid(make: Any) -> None:
         (raycluster, ["spec", "headGroupSpec"], "rayStartParam"),
         (rayjob, ["spec"], "entryPoint"),
         (podmonitoring, ["spec", "endpoints", 0], "intervall"),
+        (inferencepool, ["spec"], "targetPort"),
+        (gcpbackendpolicy, ["spec", "default"], "timeoutSecs"),
+        (gateway, ["spec", "listeners", 0], "tls_mode"),
     ],
-    ids=["lws", "jobset", "raycluster", "rayjob", "podmonitoring"],
+    ids=["lws", "jobset", "raycluster", "rayjob", "podmonitoring", "inferencepool", "gcpbackendpolicy", "gateway"],
 )
 def test_validate_custom_resource_typo(make: Any, path: list[Any], field: str) -> None:
     obj = make()
@@ -603,10 +750,12 @@ def test_validate_custom_resource_metadata_typo() -> None:
 
 
 def test_validate_fixtures_cover_every_declared_custom_resource() -> None:
-    # The custom resources validated here are those of components/crds/releases.py: a kind added
-    # there gets its valid fixture here (and so the schema, metadata and name tests above).
-    assert {(f()["apiVersion"], f()["kind"]) for f in CR_FIXTURES} == set(CUSTOM_RESOURCES)
-    assert set(v.CONTROLLER_RESOURCES) | set(v.CUSTOM_RESOURCE_SCHEMAS) == set(CUSTOM_RESOURCES)
+    # The custom resources validated here are those of components/crds/releases.py and the gateway
+    # front door's (validate.GATEWAY_SCHEMAS): a kind added there gets its valid fixture here (and so
+    # the schema, metadata and name tests above).
+    declared = set(CUSTOM_RESOURCES) | set(v.GATEWAY_SCHEMAS)
+    assert {(f()["apiVersion"], f()["kind"]) for f in CR_FIXTURES} == declared
+    assert set(v.CONTROLLER_RESOURCES) | set(v.CUSTOM_RESOURCE_SCHEMAS) == declared
 
 
 @pytest.mark.parametrize("make", CR_FIXTURES, ids=lambda f: f.__name__)

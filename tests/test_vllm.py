@@ -77,6 +77,12 @@ def one_of_kind(manifests: list[dict[str, Any]], kind: str, namespace: str | Non
     return found
 
 
+def named(manifests: list[dict[str, Any]], kind: str, name: str = "vllm", namespace: str = "llama-70b") -> dict[str, Any]:
+    """The one object of ``kind`` called ``name`` (the gateway front door adds its endpoint picker's of each kind)."""
+    (found,) = [m for m in of_kind(manifests, kind, namespace) if m["metadata"]["name"] == name]
+    return found
+
+
 def stack_file(tmp_path: Path, *, token: str | None, workload_vllm: dict[str, Any] | None = None) -> stacks.StackFile:
     """The llama-70b stack file, optionally with a real-looking token and a vllm section override."""
     doc = yaml.safe_load(stacks.stack_path("llama-70b").read_text())
@@ -99,7 +105,7 @@ def test_spec_image_must_be_pinned() -> None:
     assert image_problem("docker.io/vllm/vllm-tpu@sha256:" + "a" * 64) is None
     for floating in ("vllm/vllm-tpu:latest", "vllm/vllm-tpu", "vllm/vllm-tpu:nightly"):
         assert image_problem(floating) is not None
-    assert image_problem(VllmSpec().image) is None
+    assert VllmSpec().image is None  # the engine catalog's release image (components.workloads.vllm.engine)
     (msg,) = problems(workload={"vllm": {"image": "vllm/vllm-tpu:latest"}})
     assert msg.startswith("gke-tpu-llm:workload.vllm.image: 'vllm/vllm-tpu:latest' uses the floating tag 'latest'")
 
@@ -158,6 +164,7 @@ def test_render_args_derive_tp_length_model_and_batch() -> None:
     ]
     assert plan.flags["tensor_parallel_size"] == 8
     assert "--max-num-seqs=128" in args
+    assert args[-1] == "--gpu-memory-utilization=0.9"  # 1 - the plan's reserve share (vLLM's 0.10)
     batched = resolve(make_config("s", **{**VLLM, "workload": {**VLLM["workload"], "batchSize": 16}}))
     assert "--max-num-seqs=16" in container(batched)["args"]
 
@@ -166,7 +173,7 @@ def test_render_deployment_takes_tpu_numbers_from_the_slice() -> None:
     plan = vllm_plan()
     pod = deployment(plan)["spec"]["template"]["spec"]
     (box,) = pod["containers"]
-    assert box["resources"] == {"requests": {"google.com/tpu": 8}, "limits": {"google.com/tpu": 8}}
+    assert box["resources"] == {"requests": {"google.com/tpu": "8"}, "limits": {"google.com/tpu": "8"}}
     assert pod["nodeSelector"] == plan.slice.node_selector
     assert {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
     assert pod["serviceAccountName"] == "vllm"
@@ -310,27 +317,27 @@ def test_plan_llama70b_pool_addon_and_deployment() -> None:
     assert "gcsFuseCsiDriver" in data["cluster"]["addons"]
     (node_pool,) = [r for r in data["resources"] if r["type"] == "gcp:container/nodePool:NodePool" and "tpu" in r["name"]]
     assert node_pool["inputs"]["autoscaling"]["totalMaxNodeCount"] == 2
-    dep = one_of_kind(data["manifests"], "Deployment")
+    dep = named(data["manifests"], "Deployment")
     box = dep["spec"]["template"]["spec"]["containers"][0]
     assert "--tensor-parallel-size=8" in box["args"]
-    assert box["resources"]["limits"]["google.com/tpu"] == 8
+    assert box["resources"]["limits"]["google.com/tpu"] == "8"
     assert dep["spec"]["template"]["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
     (fuse,) = [v for v in dep["spec"]["template"]["spec"]["volumes"] if "csi" in v]
     assert fuse["csi"]["volumeAttributes"]["bucketName"] == "your-project-id-llama-70b-models"
 
 
-def test_plan_llama70b_secret_service_monitoring_hpa_and_adapter() -> None:
+def test_plan_llama70b_secret_service_monitoring_hpa_and_the_fallbacks_adapter() -> None:
     data = report.plan_json(planned("llama-70b"))
     manifests = data["manifests"]
     secret = one_of_kind(manifests, "Secret")
     assert secret["stringData"] == {"token": stacks.SECRET_PLACEHOLDER}
-    dep = one_of_kind(manifests, "Deployment")
+    dep = named(manifests, "Deployment")
     refs = [e["valueFrom"]["secretKeyRef"] for e in dep["spec"]["template"]["spec"]["containers"][0]["env"] if "valueFrom" in e]
     assert refs == [{"name": secret["metadata"]["name"], "key": "token"}]
-    service = one_of_kind(manifests, "Service")
-    assert service["spec"]["type"] == "LoadBalancer"
+    service = named(manifests, "Service")
+    assert service["spec"]["type"] == "ClusterIP"  # the stack's front door is the internal gateway (tests/test_front_door.py)
     assert service["spec"]["ports"][0]["port"] == 8000
-    assert one_of_kind(manifests, "PodMonitoring")["spec"]["endpoints"][0]["path"] == "/metrics"
+    assert named(manifests, "PodMonitoring")["spec"]["endpoints"][0]["path"] == "/metrics"
     hpa = one_of_kind(manifests, "HorizontalPodAutoscaler")
     assert (
         (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"])
@@ -340,6 +347,10 @@ def test_plan_llama70b_secret_service_monitoring_hpa_and_adapter() -> None:
             data["slices"][0]["nodes_max"],
         )
     )
+    assert validate_all(manifests) == []
+    # The adapter: on llama-70b-fallback, whose cluster version is not pinned (llama-70b: AutoscalingMetric).
+    data = report.plan_json(planned("llama-70b-fallback"))
+    manifests = data["manifests"]
     assert one_of_kind(manifests, "Deployment", "custom-metrics")["metadata"]["name"] == "custom-metrics-stackdriver-adapter"
     (iam,) = [
         r
@@ -353,26 +364,46 @@ def test_plan_llama70b_secret_service_monitoring_hpa_and_adapter() -> None:
 
 
 def test_plan_llama70b_outputs_endpoint_and_curl() -> None:
-    outputs = planned("llama-70b").outputs
+    outputs = planned("llama-70b").outputs  # behind the internal gateway: its address, on :80
     assert outputs["vllm_endpoint_command"] == (
-        "kubectl get service vllm -n llama-70b -o jsonpath='{.status.loadBalancer.ingress[0].ip}'"
+        "kubectl get gateway vllm-gateway -n llama-70b -o jsonpath='{.status.addresses[0].value}'"
     )
-    assert outputs["vllm_curl"].startswith(f"curl http://$({outputs['vllm_endpoint_command']}):8000/v1/completions")
+    assert outputs["vllm_curl"].startswith(f"curl http://$({outputs['vllm_endpoint_command']})/v1/completions")
     assert '"model": "meta-llama/Llama-3.1-70B"' in outputs["vllm_curl"]
-    assert outputs["vllm_endpoint"].startswith("pending")  # no load balancer offline
+    assert outputs["vllm_endpoint"] == "what vllm_endpoint_command prints"
+
+
+def test_service_front_door_outputs_the_load_balancers_endpoint_and_curl() -> None:
+    plan = vllm_plan()
+    assert clients.endpoint_command("llm") == "kubectl get service vllm -n llm -o jsonpath='{.status.loadBalancer.ingress[0].ip}'"
+    assert clients.curl_example(plan, "llm").startswith(f"curl http://$({clients.endpoint_command('llm')}):8000/v1/completions")
 
 
 def test_plan_llama70b_component_structure() -> None:
+    fallback = planned("llama-70b-fallback").resources  # the adapter path: the HPA after its APIService
+    (adapter,) = [r for r in fallback if r.type == MetricsAdapter.TYPE]
+    assert all(
+        r.provider == "llama-70b-fallback-k8s"
+        for r in fallback
+        if r.custom and r.parent == adapter.urn and r.type.startswith("kubernetes:")
+    )
+    (old_hpa,) = [r for r in fallback if r.type == "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"]
+    assert any(
+        {r.urn: r for r in fallback}[d].type == "kubernetes:apiregistration.k8s.io/v1:APIService" for d in old_hpa.dependencies
+    )
     resources = planned("llama-70b").resources
     by_urn = {r.urn: r for r in resources}
     (server,) = [r for r in resources if r.type == VllmServer.TYPE]
-    (adapter,) = [r for r in resources if r.type == MetricsAdapter.TYPE]
+    assert not [r for r in resources if r.type == MetricsAdapter.TYPE]
     for r in resources:
-        if r.type.startswith("kubernetes:") and r.custom and r.parent in (server.urn, adapter.urn):
+        if r.type.startswith("kubernetes:") and r.custom and r.parent == server.urn:
             assert r.provider == "llama-70b-k8s"
     (hpa,) = [r for r in resources if r.type == "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"]
     assert hpa.parent == server.urn
-    assert any(by_urn[d].type == "kubernetes:apiregistration.k8s.io/v1:APIService" for d in hpa.dependencies)
+    # After its AutoscalingMetric and the cluster (whose HPA performance profile it needs).
+    assert {"kubernetes:autoscaling.gke.io/v1beta1:AutoscalingMetric", "gcp:container/cluster:Cluster"} <= {
+        by_urn[d].type for d in hpa.dependencies
+    }
     (dep,) = [r for r in resources if r.type == "kubernetes:apps/v1:Deployment" and r.parent == server.urn]
     dep_types = {by_urn[d].type for d in dep.dependencies}
     assert {"kubernetes:core/v1:Secret", "kubernetes:core/v1:ServiceAccount", "gcp:storage/bucket:Bucket"} <= dep_types
@@ -468,7 +499,7 @@ def test_multi_host_lws_group_size_is_the_slices_hosts() -> None:
         for role in ("leaderTemplate", "workerTemplate"):
             pod = template[role]["spec"]
             (box,) = pod["containers"]
-            assert box["resources"]["limits"]["google.com/tpu"] == plan.slice.tpu_per_host == 4
+            assert box["resources"]["limits"]["google.com/tpu"] == str(plan.slice.tpu_per_host) == "4"
             assert pod["nodeSelector"] == dict(plan.slice.node_selector)
             env = {e["name"]: e.get("value") for e in box["env"]}
             assert env["TPU_MULTIHOST_BACKEND"] == "ray"
@@ -486,7 +517,7 @@ def test_multi_host_lws_group_size_is_the_slices_hosts() -> None:
         # vLLM's Ray executor copies the leader's VLLM_* variables to every worker unless the leader
         # lists them in $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json: each host keeps its own cache dir.
         script = leader["command"][2]
-        assert "\"$VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json\"" in script
+        assert '"$VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json"' in script
         assert "echo '[\"VLLM_XLA_CACHE_PATH\"]'" in script
         assert script.index("ray_non_carry_over_env_vars.json") < script.index("exec python3 -m vllm")
         assert {e["name"]: e.get("value") for e in leader["env"]}["VLLM_CONFIG_ROOT"] == render.VLLM_CONFIG_ROOT
@@ -578,7 +609,9 @@ def test_plan_llama405b_vllm_installs_lws_and_validates() -> None:
     assert validate_all(result.manifests) == []
     kinds = sorted(m["kind"] for m in result.manifests)
     assert "LeaderWorkerSet" in kinds
-    assert not {"Deployment", "HorizontalPodAutoscaler"} & set(kinds)
+    assert "HorizontalPodAutoscaler" not in kinds
+    # The one Deployment is the gateway's endpoint picker, on the system pool; the server is the LWS.
+    assert [m["metadata"]["name"] for m in result.manifests if m["kind"] == "Deployment"] == ["vllm-epp"]
     releases = [r for r in result.resources if r.type == "kubernetes:helm.sh/v3:Release"]
     assert [r.inputs["name"] for r in releases] == ["lws"]
     data = report.plan_json(result)
@@ -683,9 +716,9 @@ def test_plan_llama405b_ironwood_one_host_tp8_fp8() -> None:
     assert memory["fits"]
     assert memory["hbm_bytes"] == 192 * 10**9
     assert 405 * 10**9 < memory["weights_bytes"] * 4 < 415 * 10**9
-    (server,) = [m for m in result.manifests if m["kind"] == "Deployment"]
+    (server,) = [m for m in result.manifests if m["kind"] == "Deployment" and m["metadata"]["name"] == "vllm"]
     (pod,) = server["spec"]["template"]["spec"]["containers"][:1]
-    assert pod["resources"]["limits"]["google.com/tpu"] == 4
+    assert pod["resources"]["limits"]["google.com/tpu"] == "4"
     assert "--kv-cache-dtype=fp8" in pod["args"]
 
 

@@ -1,12 +1,15 @@
 """GitHub Actions workflows: actionlint and zizmor (regular and auditor personas) clean; cloud
 credentials only inside GitHub environments and, for pull requests, only for same-repository
-branches; every `run` step fails on a failed pipe; stack lists come from stacks/; the approval of a
-deploy comes after its preview and `pulumi up` applies that preview's plan on the same commit and
-state; actions pinned by commit, the Pulumi CLI from its official action; the cloud jobs' Python
-packages from hashed locks; the PR comment updater edits only its own comments."""
+branches; every `run` step fails on a failed pipe; stack lists come from stacks/ (deploy.yml takes
+any stack file's name, checked before use) and expressions reach scripts through `env` only; the
+approval of a deploy comes after its preview and `pulumi up` applies that preview's plan on the same
+commit and state; actions pinned by commit, the Pulumi CLI from its official action; the cloud jobs'
+Python packages from hashed locks; the PR comment updater edits only its own comments."""
 
 from __future__ import annotations
 
+import copy
+import importlib.util
 import json
 import re
 import shutil
@@ -20,6 +23,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from components.config import naming
 from components.config import stack_files as stacks
 from components.tools import report
 from tests.conftest import STACKS, planned
@@ -184,9 +188,147 @@ def test_workflows_pipefail_check_catches_the_default_shell() -> None:
     assert pipefail_problems(doc) == ["job j step 1: shell sh has no pipefail"]
 
 
-def test_workflows_deploy_stack_list_matches_stacks_dir() -> None:
-    options = _load("deploy.yml")["on"]["workflow_dispatch"]["inputs"]["stack"]["options"]
-    assert sorted(options) == stacks.list_stacks()
+def _strings(node: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], str]]:
+    """Every string of a loaded workflow with where it is (keys, and list indexes as strings)."""
+    if isinstance(node, dict):
+        return [found for key, value in node.items() for found in _strings(value, (*path, str(key)))]
+    if isinstance(node, list):
+        return [found for i, value in enumerate(node) for found in _strings(value, (*path, str(i)))]
+    return [(path, node)] if isinstance(node, str) else []
+
+
+def deploy_stack_input_problems(doc: dict[str, Any]) -> list[str]:
+    """deploy.yml's `stack` is free text (a `choice` would be a stack list to keep by hand), checked in
+    `resolve` before any use (`stack_environments.py check-stack`: a stack name whose file exists in
+    the checked-out commit); the raw input is read only by that check and the concurrency group, and
+    every other step and job reads the checked name."""
+    out = []
+    stack_input = doc["on"]["workflow_dispatch"]["inputs"]["stack"]
+    if stack_input.get("type") != "string" or "options" in stack_input:
+        out.append("the stack input must be `type: string` with no options (a hand-kept list)")
+    steps = doc["jobs"]["resolve"]["steps"]
+    checks = [i for i, s in enumerate(steps) if s.get("id") == "stack"]
+    if not checks:
+        return [*out, "resolve has no step `id: stack` that checks the input"]
+    check = steps[checks[0]]
+    run = " ".join(_step_text(check).split())
+    validates = 'stack_environments.py check-stack --stacks-dir stacks -- "$STACK"'
+    if validates not in run or run.index(validates) > run.find('echo "stack=$STACK" >> "$GITHUB_OUTPUT"'):
+        out.append(f"the check step must run `{validates}`, then output the checked name as `stack`")
+    if (check.get("env") or {}).get("STACK") != "${{ inputs.stack }}":
+        out.append("the check step must read the input through `env: STACK`")
+    before = steps[: checks[0]]
+    checkouts = [s for s in before if str(s.get("uses", "")).startswith("actions/checkout@")]
+    if not any((s.get("with") or {}).get("ref") == "${{ github.sha }}" for s in checkouts):
+        out.append("check the stack after checking out the run's commit (`ref: ${{ github.sha }}`), whose stacks/ it reads")
+    out += [f"resolve step {s.get('name', i)} runs before the stack is checked" for i, s in enumerate(before) if "run" in s]
+    raw = sorted(".".join(path) for path, text in _strings(doc) if re.search(r"\binputs\.stack\b", text))
+    allowed = {"concurrency.group", f"jobs.resolve.steps.{checks[0]}.env.STACK"}
+    use = "(use steps.stack.outputs.stack or needs.resolve.outputs.stack)"
+    out += [f"{where} reads the unchecked input {use}" for where in raw if where not in allowed]
+    if doc["jobs"]["resolve"]["outputs"].get("stack") != "${{ steps.stack.outputs.stack }}":
+        out.append("resolve must output the checked name as `stack`")
+    for name, job in doc["jobs"].items():
+        for i, step in enumerate(job.get("steps") or ()):
+            want = "${{ steps.stack.outputs.stack }}" if name == "resolve" else "${{ needs.resolve.outputs.stack }}"
+            if i != checks[0] and "STACK" in (step.get("env") or {}) and step["env"]["STACK"] != want:
+                out.append(f"job {name} step {step.get('name', i)}: STACK must be {want}")
+    return out
+
+
+def test_workflows_deploy_takes_any_stack_file_checked_before_use() -> None:
+    assert deploy_stack_input_problems(_load("deploy.yml")) == []
+
+
+def test_workflows_deploy_stack_input_check_catches_a_list_or_an_unchecked_input() -> None:
+    good = _load("deploy.yml")
+    listed = copy.deepcopy(good)
+    listed["on"]["workflow_dispatch"]["inputs"]["stack"] = {"type": "choice", "options": ["llama-70b"]}
+    assert deploy_stack_input_problems(listed) == ["the stack input must be `type: string` with no options (a hand-kept list)"]
+
+    unchecked = copy.deepcopy(good)
+    steps = unchecked["jobs"]["resolve"]["steps"]
+    (check,) = [s for s in steps if s.get("id") == "stack"]
+    steps.remove(check)
+    assert deploy_stack_input_problems(unchecked) == ["resolve has no step `id: stack` that checks the input"]
+
+    raw = copy.deepcopy(good)
+    (step,) = [s for s in raw["jobs"]["preview"]["steps"] if s.get("id") == "preview"]
+    step["env"]["STACK"] = "${{ inputs.stack }}"
+    assert deploy_stack_input_problems(raw) == [
+        f"jobs.preview.steps.{raw['jobs']['preview']['steps'].index(step)}.env.STACK reads the unchecked input "
+        "(use steps.stack.outputs.stack or needs.resolve.outputs.stack)",
+        "job preview step Review and preview against the current state: STACK must be ${{ needs.resolve.outputs.stack }}",
+    ]
+
+    late = copy.deepcopy(good)
+    steps = late["jobs"]["resolve"]["steps"]
+    (check,) = [s for s in steps if s.get("id") == "stack"]
+    steps.remove(check)
+    steps.append(check)
+    problems = deploy_stack_input_problems(late)
+    assert "resolve step Validate the stack offline and read its environment runs before the stack is checked" in problems
+
+    only_exists = copy.deepcopy(good)
+    (check,) = [s for s in only_exists["jobs"]["resolve"]["steps"] if s.get("id") == "stack"]
+    check["run"] = 'test -f "stacks/Pulumi.$STACK.yaml"\necho "stack=$STACK" >> "$GITHUB_OUTPUT"\n'
+    assert deploy_stack_input_problems(only_exists) == [
+        'the check step must run `stack_environments.py check-stack --stacks-dir stacks -- "$STACK"`, '
+        "then output the checked name as `stack`"
+    ]
+
+
+@pytest.mark.parametrize("workflow", [p.name for p in WORKFLOWS])
+def test_workflows_expressions_reach_scripts_through_env_only(workflow: str) -> None:
+    """No `${{ ... }}` inside a `run` script or a github-script `script`: an input or an event field
+    expanded there is shell (or JavaScript) text; through `env` it stays a value."""
+    for name, job in (_load(workflow).get("jobs") or {}).items():
+        for i, step in enumerate(job.get("steps") or ()):
+            script = str(step.get("run", "")) + str((step.get("with") or {}).get("script", ""))
+            assert "${{" not in script, f"{workflow} job {name} step {step.get('name', i)}: pass the expression through env"
+
+
+def _script_module() -> Any:
+    spec = importlib.util.spec_from_file_location("stack_environments", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_workflows_stack_name_rule_is_the_projects() -> None:
+    """The script runs before the project is installed, so it holds a copy of the rule: the same
+    pattern, within Pulumi's stack names (every stack file's name meets it: tests/test_stacks.py)."""
+    assert _script_module().STACK_NAME.pattern == stacks.STACK_NAME_PATTERN
+    for name in ["a", "llama-70b", "My_Stack.v2", "9x", "a" * 100, "a" * 101, "-a", ".a", "_a", "a b", "a/b", "", "é"]:
+        if stacks.is_stack_name(name):
+            assert re.match(naming.STACK_NAME_PATTERN, name), name
+    assert [n for n in ["a" * 101, "-a", ".a", "_a", "a b", "a/b", "", "é", "a\n"] if stacks.is_stack_name(n)] == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_workflows_deploy_accepts_the_stack(stack: str) -> None:
+    proc = _script("check-stack", "--stacks-dir", str(stacks.ROOT / "stacks"), "--", stack)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_workflows_deploy_refuses_what_is_not_a_stack_file(tmp_path: Path) -> None:
+    committed = str(stacks.ROOT / "stacks")
+    not_names = ["", "-x", "--help", "../stacks/Pulumi.llama-70b", "llama-70b\n::add-mask::x", "llama 70b", "a;b", "a" * 101]
+    for name in [*not_names, ".x"]:
+        proc = _script("check-stack", "--stacks-dir", committed, "--", name)
+        (line,) = proc.stdout.splitlines()  # one line: a refused name cannot start a workflow command
+        assert (proc.returncode, line.startswith("::error::stack "), "is not a stack name" in line) == (1, True, True), name
+    proc = _script("check-stack", "--stacks-dir", committed, "--", "no-such-stack")
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("::error::no stack file stacks/Pulumi.no-such-stack.yaml in this commit; its stacks: ")
+    # A file there is not enough: the name must be a stack name too.
+    (tmp_path / "Pulumi.-x.yaml").write_text("config: {}\n")
+    (tmp_path / "Pulumi.ok.yaml").write_text("config: {}\n")
+    assert _script("check-stack", "--stacks-dir", str(tmp_path), "--", "-x").returncode == 1
+    assert _script("check-stack", "--stacks-dir", str(tmp_path), "--", "ok").returncode == 0
+    assert _script("check-stack", "--stacks-dir", str(tmp_path), "--", "OK").returncode == 1
 
 
 def test_workflows_pr_preview_stacks_come_from_the_stack_files() -> None:

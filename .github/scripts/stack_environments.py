@@ -1,8 +1,14 @@
-"""Read each stack's GitHub environment from the offline plans (`python -m components plan`).
+"""Check a dispatched stack name, and read each stack's GitHub environment from the offline plans
+(`python -m components plan`).
 
-The environment a stack deploys to is the stack file's own `gke-tpu-llm:environment`, which the
-offline plan resolves and validates; the workflows read it here instead of keeping a list.
+The stacks are the files in stacks/ and the environment a stack deploys to is the stack file's own
+`gke-tpu-llm:environment`, which the offline plan resolves and validates; the workflows read both
+here instead of keeping a list.
 
+    stack_environments.py check-stack STACK [--stacks-dir DIR]
+        deploy.yml's free-text `stack` input, before anything uses it: a stack name (letters,
+        digits, '-', '_', '.', a letter or digit first) whose DIR/Pulumi.STACK.yaml (default
+        stacks/) exists. Exits 1 with a GitHub `::error::` line otherwise.
     stack_environments.py environment PLAN.json
         The environment of one stack (`plan STACK --json`); exits 1 when it is missing.
     stack_environments.py file-environment Pulumi.STACK.yaml
@@ -27,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+STACK_NAME = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.]{0,99}")
+"""A stack of stacks/, matched whole: components/config/stack_files.py STACK_NAME_PATTERN (this script
+runs before the project is installed, so it holds a copy; tests/test_workflows.py keeps them equal)."""
 
 
 def _plans(path: Path) -> dict[str, dict[str, Any]]:
@@ -61,9 +70,27 @@ def file_environment(path: Path) -> str:
     return env
 
 
+def stack_problem(name: str, stacks_dir: Path) -> str | None:
+    """Why ``name`` is not a stack of ``stacks_dir``, or None. The name is compared with the names of
+    the files there, never joined into a path; a refused name is quoted (``repr``: one line, so it
+    cannot start a workflow command of its own)."""
+    if not STACK_NAME.fullmatch(name):
+        return (
+            f"stack {name[:120]!r} is not a stack name: letters, digits, '-', '_' and '.' (at most 100), "
+            "a letter or digit first"
+        )
+    found = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml"))
+    if name not in found:
+        return f"no stack file {stacks_dir.name}/Pulumi.{name}.yaml in this commit; its stacks: {', '.join(found) or 'none'}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check-stack", help="the dispatched name is a stack of stacks/")
+    check.add_argument("stack")
+    check.add_argument("--stacks-dir", type=Path, default=Path("stacks"))
     one = sub.add_parser("environment", help="the environment of one stack's plan")
     one.add_argument("plan", type=Path)
     file_env = sub.add_parser("file-environment", help="the environment a stack file sets")
@@ -73,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     many.add_argument("plans", type=Path, nargs="+")
     args = parser.parse_args(argv)
 
+    if args.command == "check-stack":
+        problem = stack_problem(args.stack, args.stacks_dir)
+        if problem is not None:
+            print(f"::error::{problem}")  # stdout: where the runner reads workflow commands
+            return 1
+        return 0
     if args.command == "file-environment":
         print(file_environment(args.path))
         return 0

@@ -18,6 +18,10 @@ from types import MappingProxyType
 from typing import Literal
 
 Norm = Literal["rmsnorm", "layernorm"]
+Attention = Literal["dense", "hybrid"]
+"""dense: every layer attends to the whole context (one KV cache layout); hybrid: layers of several
+attention kinds (sliding window, linear) whose KV caches vLLM's hybrid KV-cache manager keeps apart.
+The prefill/decode KV connector depends on it (``components/workloads/vllm/disagg.py``)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,9 @@ class ModelArch:
     """ICI mesh the Saxml servable class hard-codes (``ICI_MESH_SHAPE``); None for non-Saxml models."""
     servable_weight_dtype: str | None = None
     """Weight dtype fixed by the servable itself (Saxml's quantize decorator); None = workload chooses."""
+    attention: Attention = "dense"
+    """Every catalog model is dense: Llama 2/3/3.1 and the paxml LM use full attention in every layer
+    (their published configs have no sliding window or linear-attention layers)."""
 
     def __post_init__(self) -> None:
         if self.fused_qkv and self.kv_heads != self.q_heads:
@@ -146,6 +153,36 @@ MODELS: Mapping[str, ModelArch] = MappingProxyType(
     }
 )
 
+
+QWEN3_32B = ModelArch(
+    name="qwen3-32b",
+    family="qwen3",
+    layers=64,
+    d_model=5120,
+    q_heads=64,
+    kv_heads=8,
+    head_dim=128,
+    ffn=25600,
+    vocab=151936,
+    tied_embeddings=False,
+    gated_mlp=True,
+    published_params=None,
+    maxtext_name=None,
+    # Qwen3 also has a per-head RMSNorm on q and k (2 x 128 parameters a layer): left out, 0.00003%.
+    source=(
+        "Qwen/Qwen3-32B config.json (Qwen3ForCausalLM: num_hidden_layers 64, hidden_size 5120, "
+        "num_attention_heads 64, num_key_value_heads 8, head_dim 128, intermediate_size 25600, "
+        "vocab_size 151936, tie_word_embeddings false, attention_bias false, hidden_act silu), read "
+        "through copies of it in the public code index (2026-11)"
+    ),
+)
+"""A model no stack deploys, only in the serving model's calibration set
+(components/catalog/calibration_points.py): tpu-recipes publishes Qwen3-32B runs on tpu7x and
+tpu-inference's CI a floor on v6e, where no Llama run exists. Not in :data:`MODELS`, so no stack can
+name it."""
+
+ARCHITECTURES: Mapping[str, ModelArch] = MappingProxyType({**MODELS, QWEN3_32B.name: QWEN3_32B})
+"""Every architecture the planner can size: the stacks' models and the calibration-only ones."""
 
 def get_model(name: str) -> ModelArch:
     try:

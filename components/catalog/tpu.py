@@ -156,6 +156,11 @@ class TpuSlice:
         return self.hosts > 1
 
     @property
+    def dcn_bandwidth_per_host(self) -> int:
+        """Bytes/s one VM of the slice sends over the data-centre network: its chips' share."""
+        return self.generation.dcn_bandwidth_per_chip * self.chips_per_host
+
+    @property
     def tpu_per_host(self) -> int:
         """``google.com/tpu`` each pod requests: GKE cannot split a TPU VM, so all of its chips."""
         return self.chips_per_host

@@ -29,6 +29,10 @@ SRC_TPU_V5E = "Cloud TPU 'TPU v5e' https://docs.cloud.google.com/tpu/docs/v5e (r
 SRC_TPU_V6E = "Cloud TPU 'TPU v6e' https://docs.cloud.google.com/tpu/docs/v6e.md.txt (read 2026-11)"
 SRC_TPU_V5P = "Cloud TPU 'TPU v5p' https://docs.cloud.google.com/tpu/docs/v5p (read 2026-11)"
 SRC_TPU_7X = "Cloud TPU 'TPU7x (Ironwood)' https://docs.cloud.google.com/tpu/docs/tpu7x (spec table, read 2026-11)"
+SRC_TPU7X_DCN = (
+    "ASSUMED: GKE 'About Ironwood (TPU7x) in GKE' https://docs.cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood "
+    "(each VM: 4 chips and 2 NICs; read 2026-11) publishes no NIC speed: v6e's 100 Gbps per chip"
+)
 SRC_TPU_ZONES = "Cloud TPU 'TPU regions and zones' https://docs.cloud.google.com/tpu/docs/regions-zones.md.txt (read 2026-11)"
 SRC_CE_TPU_MACHINES = (
     "Compute Engine 'TPU machines in the accelerator-optimized machine family' "
@@ -160,6 +164,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                 # The smaller figure is kept: it never overstates what a decode step can stream.
                 hbm_bandwidth_per_chip=819 * 10**9,
                 ici_bandwidth_per_chip=400 * 10**9,  # "400 GBps", bidirectional
+                dcn_bandwidth_per_chip=25 * 10**9 // 8,  # "2 x 100 Gbps NIC" per 8-chip host
                 peak_bf16_flops_per_chip=197 * 10**12,
                 peak_fp8_flops_per_chip=None,  # v5e publishes bf16 and int8 (393 TOPS), no fp8 rate
                 tensorcores_per_chip=1,
@@ -219,6 +224,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                         "hbm_bytes_per_chip": SRC_TPU_V5E,
                         "hbm_bandwidth_per_chip": SRC_TPU_V5E,
                         "ici_bandwidth_per_chip": SRC_TPU_V5E,
+                        "dcn_bandwidth_per_chip": SRC_TPU_V5E,
                         "peak_bf16_flops_per_chip": SRC_TPU_V5E,
                         "peak_fp8_flops_per_chip": SRC_TPU_V5E,
                         "tensorcores_per_chip": SRC_TPU_V5E,
@@ -245,6 +251,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                 hbm_bytes_per_chip=95 * 10**9,
                 hbm_bandwidth_per_chip=2765 * 10**9,
                 ici_bandwidth_per_chip=1200 * 10**9,  # bidirectional; a copy's older table: "4800 Gbps"
+                dcn_bandwidth_per_chip=50 * 10**9 // 8,  # "Data center network (DCN) bandwidth per chip (Gbps): 50"
                 peak_bf16_flops_per_chip=459 * 10**12,
                 peak_fp8_flops_per_chip=459 * 10**12,
                 tensorcores_per_chip=2,
@@ -282,6 +289,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                         "hbm_bytes_per_chip": SRC_TPU_V5P,
                         "hbm_bandwidth_per_chip": f"{SRC_TPU_V5P} (2765 GBps; newer copy: 2575 GiBps, the same)",
                         "ici_bandwidth_per_chip": SRC_TPU_V5P,
+                        "dcn_bandwidth_per_chip": SRC_TPU_V5P,
                         "peak_bf16_flops_per_chip": f"{SRC_TPU_V5P}; {SRC_TPU_7X}",
                         "peak_fp8_flops_per_chip": f"{SRC_TPU_V5P}; {SRC_TPU_7X}",
                         "tensorcores_per_chip": SRC_TPU_V5P,
@@ -306,6 +314,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                 hbm_bytes_per_chip=32 * 10**9,
                 hbm_bandwidth_per_chip=1638 * 10**9,  # older copies: 1600 GBps
                 ici_bandwidth_per_chip=800 * 10**9,
+                dcn_bandwidth_per_chip=100 * 10**9 // 8,  # "4 x 200 Gbps NIC" per 8-chip host
                 peak_bf16_flops_per_chip=918 * 10**12,
                 peak_fp8_flops_per_chip=918 * 10**12,
                 tensorcores_per_chip=1,
@@ -363,6 +372,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                         "hbm_bytes_per_chip": SRC_TPU_V6E,
                         "hbm_bandwidth_per_chip": SRC_TPU_V6E,
                         "ici_bandwidth_per_chip": SRC_TPU_V6E,
+                        "dcn_bandwidth_per_chip": SRC_TPU_V6E,
                         "peak_bf16_flops_per_chip": SRC_TPU_V6E,
                         "peak_fp8_flops_per_chip": SRC_TPU_7X,
                         "tensorcores_per_chip": SRC_TPU_V6E,
@@ -389,6 +399,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                 hbm_bytes_per_chip=192 * 10**9,
                 hbm_bandwidth_per_chip=7380 * 10**9,
                 ici_bandwidth_per_chip=1200 * 10**9,
+                dcn_bandwidth_per_chip=100 * 10**9 // 8,  # ASSUMED (SRC_TPU7X_DCN)
                 peak_bf16_flops_per_chip=2307 * 10**12,
                 peak_fp8_flops_per_chip=4614 * 10**12,
                 tensorcores_per_chip=2,
@@ -420,6 +431,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                         "hbm_bytes_per_chip": SRC_TPU_7X,
                         "hbm_bandwidth_per_chip": SRC_CE_TPU_MACHINES,
                         "ici_bandwidth_per_chip": SRC_TPU_7X,
+                        "dcn_bandwidth_per_chip": SRC_TPU7X_DCN,
                         "peak_bf16_flops_per_chip": SRC_TPU_7X,
                         "peak_fp8_flops_per_chip": SRC_TPU_7X,
                         "tensorcores_per_chip": SRC_TPU_7X,

@@ -47,6 +47,7 @@ SOURCED_FACTS = (
     "hbm_bytes_per_chip",
     "hbm_bandwidth_per_chip",
     "ici_bandwidth_per_chip",
+    "dcn_bandwidth_per_chip",
     "peak_bf16_flops_per_chip",
     "peak_fp8_flops_per_chip",
     "tensorcores_per_chip",
@@ -144,6 +145,10 @@ class TpuGeneration:
     ici_bandwidth_per_chip: int
     """Bidirectional inter-chip interconnect (ICI) bandwidth per chip in bytes/s (GBps read as 10^9): what
     the planner's serving model moves tensor-parallel all-reduces over."""
+    dcn_bandwidth_per_chip: int
+    """Data-centre network (DCN) bandwidth per chip in bytes/s (Gbps / 8): a host sends at this times its
+    chips. What crosses slices and pools moves over it: multislice gradient all-reduces, pipeline stages
+    on other hosts, a prefill slice's KV cache to its decode slice, peer checkpoint restores."""
     peak_bf16_flops_per_chip: int
     """Peak dense bf16 FLOP/s per chip."""
     peak_fp8_flops_per_chip: int | None
@@ -225,6 +230,8 @@ def missing_facts(gen: TpuGeneration) -> list[str]:
                 gaps.append(f"{name}[{chips}] (the {gen.machine_type(chips)} VM)")
     if gen.ici_bandwidth_per_chip <= 0:
         gaps.append("ici_bandwidth_per_chip (bytes/s, positive)")
+    if gen.dcn_bandwidth_per_chip <= 0:
+        gaps.append("dcn_bandwidth_per_chip (bytes/s, positive)")
     for kind, quota in (("on_demand", gen.quotas.on_demand), ("preemptible", gen.quotas.preemptible)):
         if not quota.name.strip():
             gaps.append(f"quotas.{kind}.name (the console name; with its regions.get metric or Cloud Quotas id)")

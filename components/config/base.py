@@ -10,7 +10,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -21,9 +21,17 @@ from .isolation import Claim
 
 class Spec(BaseModel):
     """Immutable, unknown keys rejected, camelCase keys as Pulumi stack files use; NaN and
-    infinity are never numbers (they pass ``>=``/``<=`` bounds and break every count)."""
+    infinity are never numbers (they pass ``>=``/``<=`` bounds and break every count).
+
+    Strict: a value must already have its key's type as YAML reads it. Lax pydantic would read
+    ``concurrency: true`` as 1, ``"64"`` as 64 and ``2.0`` as 2, so a typo would plan a different
+    stack instead of failing. Inside structured values (``gke-tpu-llm:tpu``, ``...workload``) YAML's
+    types are what the user wrote: ``pulumi config set --path`` stores numbers and booleans typed,
+    and the engine hands the program the same JSON. The top-level scalar keys are another matter
+    (:data:`PulumiBool`, ``StackConfig.environment``)."""
 
     model_config = ConfigDict(
+        strict=True,
         frozen=True,
         extra="forbid",
         alias_generator=to_camel,
@@ -45,10 +53,29 @@ class Spec(BaseModel):
         ``StackConfig`` checks them all the same way (:func:`bucket_rules`). None by default."""
         return ()
 
+    def per_device_batch(self, config: Any) -> float | None:
+        """The per-device batch the planner sizes a training step with, where a kind derives it from its
+        own settings (a global batch spread over every slice); None: ``workload.perDeviceBatchSize``."""
+        return None
+
     def claims(self, config: Any) -> tuple[Claim, ...]:
         """Names and Workload Identity namespaces this workload section creates beyond the stack's
         own (``components.config.isolation.stack_claims``), which no other stack may share. None by default."""
         return ()
+
+
+def _pulumi_bool(value: Any) -> Any:
+    if value in ("true", "false"):
+        return value == "true"
+    return value
+
+
+PulumiBool = Annotated[bool, BeforeValidator(_pulumi_bool)]
+"""A boolean top-level key (``gke-tpu-llm:allowTeardown``): ``true``/``false`` or the text "true"/"false".
+``pulumi config set <key> true`` (without ``--path``) stores the text ``"true"``, and Pulumi reads it
+as a boolean: the CLI's check of a key declared ``type: boolean`` in ``Pulumi.yaml`` takes the texts
+"true" and "false", and the running program gets every top-level value as text (JSON-decoded by
+``components.program.runtime``). Any other text ("yes", "True") stays an error."""
 
 
 BucketRole = Literal["roles/storage.objectViewer", "roles/storage.objectUser", "roles/storage.objectAdmin"]

@@ -71,6 +71,12 @@ def zone_in_region_rules(
     return [rule(key, zone, f"is not in {region_key} {region}", allowed, f"pick a zone in the region or change {region_key}")]
 
 
+def pinned_at_least(version: str | None, floor: str) -> bool:
+    """Whether a pinned cluster ``version`` is ``floor`` or later; False when unset (the release
+    channel's default is not known offline). The one version comparison the kinds' rules use."""
+    return version is not None and tpu_catalog.gke_version_at_least(version, floor)
+
+
 def gke_version_rules(key: str, version: str | None, generation: str | None) -> list[dict[str, Any]]:
     """A cluster ``version`` (at ``key``) is at or above the GKE minimum of the TPU ``generation``.
     Unset means the release channel's default, which cannot be read offline: it is accepted unless
@@ -283,5 +289,39 @@ def load_balancer_dataplane_rules(key: str, dataplane: str) -> list[dict[str, An
             "v2 for a stack that serves through a load balancer",
             "set cluster.dataplane: v2 (chosen when the cluster is created, so an existing cluster is replaced: see "
             "components/README-day2.md), or serve this workload from a cluster created with v2",
+        )
+    ]
+
+
+INFERENCE_GATEWAY_DOCUMENTED_MIN_GKE_VERSION = "1.32.3"
+"""GKE's own floor for GKE Inference Gateway (GKE "Deploy GKE Inference Gateway", "GKE Gateway
+controller requirements": "GKE version 1.32.3", cloud.google.com/kubernetes-engine/docs/how-to/
+deploy-gke-inference-gateway). Below the floor the stack enforces (:func:`inference_gateway_version_rules`):
+the stack does not apply the Gateway API and InferencePool CRDs itself, so it needs the version that
+installs them."""
+
+
+def inference_gateway_version_rules(key: str, version: str | None, gateway: bool) -> list[dict[str, Any]]:
+    """A pinned cluster ``version`` (at ``key``) of a stack whose front door is a gateway
+    (``workload.frontDoor.type: gateway``) is at least ``components.config.front_door.GKE_VERSION_FLOOR``:
+    GKE installs the GA Gateway API and Gateway API Inference Extension CRDs (InferencePool) itself
+    from that version (llm-d GKE gateway guide: "GKE automatically installs all GA CRDs for Gateway API
+    and Gateway API Inference Extension on GKE versions 1.34.0-gke.1626000 or later"), and the stack
+    applies neither (a second manager would fight GKE's). Unset (the release channel's default, not
+    known offline) is accepted here and checked by the online pre-flight against the live cluster."""
+    # Imported when used: the front door's spec lives above this module (the config rules import it).
+    from .front_door import GKE_VERSION_FLOOR
+
+    if not gateway or version is None or tpu_catalog.gke_version_at_least(version, GKE_VERSION_FLOOR):
+        return []
+    return [
+        rule(
+            key,
+            version,
+            "is below the GKE version that installs the Gateway API and InferencePool CRDs, which the gateway front "
+            f"door (workload.frontDoor.type: gateway) needs (GKE documents Inference Gateway from "
+            f"{INFERENCE_GATEWAY_DOCUMENTED_MIN_GKE_VERSION}, with the CRDs installed by GKE from {GKE_VERSION_FLOOR})",
+            f">= {GKE_VERSION_FLOOR}",
+            f"set {key} to {GKE_VERSION_FLOOR} or newer, unset it, or set workload.frontDoor.type: service",
         )
     ]

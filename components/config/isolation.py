@@ -50,6 +50,9 @@ class Claim:
     default: str = ""
     """Where the name comes from when the key is unset (``the stack name``), so an error about the
     other stack does not blame a key its file never wrote."""
+    detail: str = ""
+    """A property of the claimed thing that every stack relying on it must agree on (a proxy-only
+    subnet's range: :func:`proxy_subnet_claims`)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,58 @@ def identity_namespace_claim(
     return Claim("Workload Identity namespace", f"workload pool {workload_pool(project)}", namespace, key, value, fix, default)
 
 
+NETWORK = "default"
+"""The VPC network of every stack's cluster: ``GkeCluster`` sets no ``network``, so GKE uses the
+project's ``default`` network."""
+PROXY_SUBNET = "proxy-only subnet"
+"""A proxy-only subnet a stack creates (``workload.frontDoor.proxySubnet.create: true``)."""
+PROXY_SUBNET_EXPECTED = "proxy-only subnet (expected)"
+"""A proxy-only subnet a stack expects to exist (``create: false``; pre-flight checks it). Shared by
+design: any number of stacks may expect the same one, so it is never a clash by itself."""
+SHARED = frozenset({PROXY_SUBNET_EXPECTED})
+"""Claims several stacks may hold at once (compared by :func:`_shared_conflicts` instead)."""
+
+
+def proxy_subnet_name(network: str = NETWORK) -> str:
+    """The name of the proxy-only subnet a stack creates in ``network`` (one per project, region and
+    network, whichever stack creates it: names are unique per project and region)."""
+    return f"gke-tpu-llm-proxy-only-{network}"
+
+
+def proxy_subnet_scope(project: str, region: str, network: str = NETWORK) -> str:
+    return f"project {project}, region {region}, network {network}"
+
+
+def proxy_subnet_claims(config: StackConfig) -> list[Claim]:
+    """A gateway front door's proxy-only subnet: GCP allows one ACTIVE ``REGIONAL_MANAGED_PROXY``
+    subnet per region and VPC network, shared by every regional Envoy load balancer in it (Google
+    "Proxy-only subnets for Envoy-based load balancers"; terraform-provider-google-beta
+    compute/resource_compute_subnetwork.go:731 ``purpose``). A stack that creates it claims it (a
+    second creator would fight over it, and the first one's destroy would delete it under the
+    other); a stack that expects it states the range it expects, which must be the range a creator
+    gives it (:func:`_shared_conflicts`)."""
+    door = config.workload.front_door
+    subnet = door.proxy_subnet
+    if not door.gateway or subnet is None:
+        return []
+    scope = proxy_subnet_scope(config.project, config.region)
+    cidr = str(subnet.cidr)
+    if subnet.create:
+        return [
+            Claim(
+                PROXY_SUBNET,
+                scope,
+                proxy_subnet_name(),
+                "workload.frontDoor.proxySubnet.create",
+                True,
+                fix="let one stack create the region's proxy-only subnet (proxySubnet.create: true) and the others "
+                "expect it with the same cidr (create: false)",
+                detail=cidr,
+            )
+        ]
+    return [Claim(PROXY_SUBNET_EXPECTED, scope, cidr, "workload.frontDoor.proxySubnet.cidr", detail=cidr)]
+
+
 def stack_claims(config: StackConfig) -> tuple[Claim, ...]:
     """Every name and identity ``config`` owns. Names come from the same properties the components
     use (``StackConfig.cluster_name``, ``bucket_name``, ``naming.service_account_id``); a kind adds
@@ -122,6 +177,16 @@ def stack_claims(config: StackConfig) -> tuple[Claim, ...]:
         account = naming.service_account_id(config.stack, config.identity.service_account)
         claims.append(Claim("workload service account", f"project {project}", account, "identity.serviceAccount"))
     claims += [Claim("bucket", "global", config.bucket_name(key), f"buckets.{key}") for key in config.buckets]
+    claims += proxy_subnet_claims(config)
+    if config.workload.front_door.public:
+        # The public gateway's certificate and its DNS authorization, both named after the stack
+        # (components.render.gateway.certificate_name), unique per project and Certificate Manager location.
+        scope = f"project {project}, location {config.region}"
+        name = f"{config.stack}-gateway"
+        claims += [
+            Claim("Certificate Manager certificate", scope, name, "(stack name)"),
+            Claim("Certificate Manager DNS authorization", scope, name, "(stack name)"),
+        ]
     claims += config.workload.section.claims(config)
     return tuple(claims)
 
@@ -148,7 +213,7 @@ def conflicts(own: Tenancy, others: Iterable[Tenancy]) -> list[Violation]:
     for other in others:
         if other.stack == own.stack:
             continue
-        theirs = {(c.what, c.scope, c.name): c for c in other.claims}
+        theirs = {(c.what, c.scope, c.name): c for c in other.claims if c.what not in SHARED}
         for claim in own.claims:
             match = theirs.get((claim.what, claim.scope, claim.name))
             if match is None:
@@ -169,7 +234,41 @@ def conflicts(own: Tenancy, others: Iterable[Tenancy]) -> list[Violation]:
                     claim.fix or f"change {claim.key} in this stack (or {match.key} in {other.stack!r})",
                 )
             )
+        out += _shared_conflicts(own, other)
         out += _environment_conflicts(own, other)
+    return out
+
+
+def _proxy_subnets(tenancy: Tenancy) -> list[Claim]:
+    return [c for c in tenancy.claims if c.what in (PROXY_SUBNET, PROXY_SUBNET_EXPECTED)]
+
+
+def _shared_conflicts(own: Tenancy, other: Tenancy) -> list[Violation]:
+    """The proxy-only subnet of a region and network has one range: a stack that expects it with a
+    range other than the one another stack creates (or expects) it with clashes with that stack.
+    (Two creators clash as a shared name, in :func:`conflicts`.)"""
+    out: list[Violation] = []
+    for claim in _proxy_subnets(own):
+        for match in _proxy_subnets(other):
+            if match.scope != claim.scope or match.detail == claim.detail:
+                continue
+            if claim.what == PROXY_SUBNET and match.what == PROXY_SUBNET:
+                continue  # already a clash of names
+            theirs = "creates" if match.what == PROXY_SUBNET else "expects"
+            out.append(
+                Violation(
+                    f"{NAMESPACE}:workload.frontDoor.proxySubnet.cidr",
+                    claim.detail,
+                    f"is the range this stack ({own.stack!r}) "
+                    f"{'creates' if claim.what == PROXY_SUBNET else 'expects'} for the proxy-only subnet of "
+                    f"{claim.scope}, but {_where(other)} {theirs} it with {match.detail}: the region and network have "
+                    "one active proxy-only subnet, so one of the two stacks' gateways would have no proxies in the range "
+                    "its NetworkPolicies admit",
+                    match.detail,
+                    f"use the proxy-only subnet's one range in both stacks (this stack's or {other.stack!r}'s "
+                    "workload.frontDoor.proxySubnet.cidr)",
+                )
+            )
     return out
 
 

@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..workloads.registry import BY_KIND, BY_SECTION_KEY, KINDS, SECRETS
-from .errors import NAMESPACE, ConfigError, Violation, error_violations, field_model, format_key
+from .errors import NAMESPACE, ConfigError, Violation, error_violations, field_model, format_key, mark_defaults, not_allowed
+from .front_door import FrontDoorSpec
 from .stack import StackConfig
 from .workload import WorkloadBase
 
@@ -28,6 +29,7 @@ _TOP_KEYS = {
     "identity",
     "workload",
     "controllers",
+    "observability",
     "allowTeardown",
     "unsafeShareProjectWithNonProd",
 }
@@ -99,7 +101,7 @@ def violations_from(
                 out.append(Violation(key, None, "is required", _kind_values(), f"set {key}"))
             else:
                 value = raw.get("kind") if isinstance(raw, Mapping) else ctx.get("tag")
-                out.append(Violation(key, value, "is not an allowed value", _kind_values(), "use an allowed value"))
+                out.append(not_allowed(key, value, _kind_values(), [info.kind for info in KINDS]))
             out += _kindless(raw, loc)
             continue
         other = BY_SECTION_KEY.get(str(loc[-1])) if tag is not None and len(loc) == 2 else None
@@ -134,7 +136,12 @@ def required_secrets(workload: object) -> tuple[str, ...]:
         spec = spec_class.model_validate(workload.get(info.section_key, {}))  # type: ignore[union-attr]
     except ValidationError:
         return ()
-    return tuple(spec.required_secrets())
+    # The front door (common to the serving kinds) adds its own: the public form's IAP OAuth client.
+    try:
+        front_door = FrontDoorSpec.model_validate(workload.get("frontDoor", {}))
+    except ValidationError:
+        return tuple(spec.required_secrets())
+    return (*spec.required_secrets(), *front_door.required_secrets())
 
 
 def _secret_violations(values: Mapping[str, Any], secret_keys: Collection[str]) -> list[Violation]:
@@ -171,6 +178,12 @@ def parse_stack_config(values: Mapping[str, Any], stack: str, secret_keys: Colle
 
     ``secret_keys`` are the full keys the engine holds as secrets; secret values are checked for
     presence and secrecy only and are not part of the returned config.
+
+    Values keep the types YAML (or the engine's JSON) gave them: the specs are strict
+    (``config.base.Spec``), so ``concurrency: true`` is an error, not 1. Only the top-level scalar
+    keys also take the text that ``pulumi config set KEY VALUE`` (without ``--path``) stores, as
+    Pulumi reads it (``config.base.PulumiBool``). A violation at a key the user did not write is
+    marked as the default's (``errors.mark_defaults``).
     """
     unknown = [k for k in values if k not in _TOP_KEYS and k not in _GCP_KEYS and k not in SECRETS]
     pre: list[Violation] = [_unknown_key(k, values[k]) for k in unknown]
@@ -179,7 +192,7 @@ def parse_stack_config(values: Mapping[str, Any], stack: str, secret_keys: Colle
     try:
         config = StackConfig.model_validate({"stack": stack, **data})
     except ValidationError as exc:
-        raise ConfigError(pre + violations_from(exc)) from None
+        raise ConfigError(mark_defaults(pre + violations_from(exc), values)) from None
     if pre:
         raise ConfigError(pre)
     return config

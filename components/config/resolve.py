@@ -12,8 +12,10 @@ is a ``ConfigError`` (exit 2, nothing registered).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import math
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,8 +24,10 @@ from .. import planner
 from ..catalog import tpu as tpu_catalog
 from ..catalog.models import MODELS, ModelArch
 from ..workloads.kind import perf_key_violation
-from .errors import ConfigError, Violation
+from .errors import DERIVED_NOTE, NAMESPACE, ConfigError, Violation, mark_defaults
+from .loader import parse_full_config
 from .stack import StackConfig
+from .tpu_spec import topology_layouts
 from .workload import serving_scenario
 
 
@@ -87,7 +91,7 @@ def workload_of(config: StackConfig) -> planner.Workload:
     w, kind = config.workload, config.kind_info
     if kind.mode == "train":
         return planner.TrainingWorkload(
-            per_device_batch_size=w.per_device_batch_size or 1,
+            per_device_batch_size=w.section.per_device_batch(config) or w.per_device_batch_size or 1,
             max_target_length=w.max_target_length,
             reserve_fraction=w.reserve_fraction,
             parallelism=w.parallelism,
@@ -139,7 +143,28 @@ def _rank_by_token_cost(
         server=server_of(config),
         region=config.region,
         perf_key=perf_key_of(config),
-        spot=config.tpu.spot,
+        capacities=capacities_of(config),
+    )
+
+
+def capacities_of(config: StackConfig) -> tuple[str, ...]:
+    """The stack's capacity types, preferred first (``tpu.capacity``, else the one tier its shorthands
+    give): the only prices a plan or an estimate shows, and the first ranks the slices."""
+    return tuple(t.type for t in config.tpu.tiers)
+
+
+def _at_concurrency(
+    config: StackConfig, arch: ModelArch, e: planner.ServingEstimate, concurrency: int
+) -> planner.ServingEstimate:
+    """``e``'s slice and server with ``concurrency`` requests in flight."""
+    return planner.estimate(
+        arch,
+        e.plan,
+        replace(e.scenario, concurrency=concurrency),
+        server=e.server,
+        region=config.region,
+        perf_key=perf_key_of(config),
+        capacities=capacities_of(config),
     )
 
 
@@ -176,7 +201,7 @@ def estimate_slices(
             workload_of(config),
             [s for s in tpu_catalog.all_slices() if s.generation.name in generations],
             region=config.region,
-            spot=tpu.spot,
+            capacity=capacities_of(config)[0],
             single_host_only=planner.single_host_only(config.kind_info.engine),
         )
     except planner.PlanError as error:
@@ -192,16 +217,104 @@ def estimate_slices(
     return tuple(sorted(marked, key=lambda e: e.refused_by_config is not None)), (*ranking.rejected, *unfit)
 
 
+_LABELS = {"ttftMs": "TTFT", "tpotMs": "TPOT"}
+
+
+def _latency(e: planner.ServingEstimate, key: str) -> float:
+    return e.ttft_ms if key == "ttftMs" else e.tpot_ms
+
+
+def _target(scenario: planner.Scenario, key: str) -> float | None:
+    return scenario.ttft_ms if key == "ttftMs" else scenario.tpot_ms
+
+
+def _lower_concurrency(config: StackConfig, arch: ModelArch, e: planner.ServingEstimate, key: str) -> tuple[bool, str]:
+    """(True, a fix that lowers the concurrency until ``e``'s slice meets the ``key`` target: the highest
+    such concurrency, by bisection, since latency grows with the requests in flight), or (False, the
+    fact that even one request misses it there)."""
+    target = _target(e.scenario, key)
+    assert target is not None  # only asked for a missed target
+    one = _latency(_at_concurrency(config, arch, e, 1), key)
+    label = _LABELS[key]
+    if one > target:
+        return False, f"even one request gets {label} {one:.1f} ms on {e.plan.slice.key}"
+    low, high, value = 1, max(1, e.concurrency - 1), one
+    while low < high:
+        mid = (low + high + 1) // 2
+        predicted = _latency(_at_concurrency(config, arch, e, mid), key)
+        if predicted <= target:
+            low, value = mid, predicted
+        else:
+            high = mid - 1
+    return True, f"lower workload.serving.concurrency to {low} ({label} {value:.1f} ms on {e.plan.slice.key})"
+
+
+def _fixes(key: str, predicted: float, lower: tuple[bool, str]) -> tuple[str, str]:
+    """(facts that are not a fix, the fixes) for a missed ``key`` target predicted at ``predicted``."""
+    raise_it = f"raise {key} to {math.ceil(predicted)} or more, or unset it"
+    is_fix, text = lower
+    return ("", f"{text}; or {raise_it}") if is_fix else (f"; {text}", raise_it)
+
+
+def _per_million(e: planner.ServingEstimate) -> str:
+    cost = e.usd_per_million_output_tokens
+    tier = e.prices[0].capacity if e.prices else "onDemand"
+    return "unpriced" if cost is None else f"${cost:,.2f} per million output tokens ({tier})"
+
+
+def _missed_on_pinned(config: StackConfig, arch: ModelArch, pinned: planner.ServingEstimate) -> ConfigError:
+    """The pinned slice misses a latency target: one violation per missed target with the prediction,
+    and the fixes: the cheapest slice of the generation that meets every target (``estimate``'s
+    ranking), the highest concurrency at which the pinned slice meets it, or the target relaxed."""
+    s, tpu = pinned.scenario, pinned.plan.slice
+    estimates, _ = estimate_slices(config, s)
+    meeting = [e for e in estimates if e.meets_targets]
+    accepted = next((e for e in meeting if e.refused_by_config is None), None)
+    if accepted is not None:
+        t = accepted.plan.slice
+        other = (
+            f"pin tpu.topology {t.topology} with tpu.machineType {t.machine_type} ({t.key}, the cheapest "
+            f"{t.generation.name} slice that meets every target: TTFT {accepted.ttft_ms:.1f} ms, TPOT "
+            f"{accepted.tpot_ms:.1f} ms, {_per_million(accepted)}); or "
+        )
+        fact = ""
+    else:
+        other = ""
+        fact = (
+            f"; {meeting[0].plan.slice.key} meets every target but the config refuses it: {meeting[0].refused_by_config}"
+            if meeting
+            else f"; no {tpu.generation.name} slice meets every target at concurrency {s.concurrency}"
+        )
+    violations = []
+    for key in ("ttftMs", "tpotMs"):
+        target, predicted = _target(s, key), _latency(pinned, key)
+        if target is None or predicted <= target:
+            continue
+        label = _LABELS[key]
+        facts, fixes = _fixes(key, predicted, _lower_concurrency(config, arch, pinned, key))
+        violations.append(
+            Violation(
+                f"{NAMESPACE}:workload.serving.{key}",
+                target,
+                f"is missed on the pinned slice {tpu.key}: predicted {label} {predicted:.1f} ms at concurrency "
+                f"{s.concurrency} ({s.input_tokens} in / {s.output_tokens} out){facts}{fact}",
+                f"{label} at or above the prediction, a lower concurrency, or a slice that meets every target",
+                f"{other}{fixes} (python -m components estimate lists every slice)",
+            )
+        )
+    return ConfigError(violations)
+
+
 def _missed_targets(config: StackConfig, estimates: tuple[planner.ServingEstimate, ...]) -> ConfigError:
-    """No fitting slice meets the scenario's latency targets: name the target, the best prediction
-    and the fix."""
+    """No fitting slice meets the scenario's latency targets: name each missed target, the best
+    prediction and the fix."""
     spec = serving_scenario(config)
     assert spec is not None  # only called with a scenario
     if not estimates:
         return ConfigError(
             [
                 Violation(
-                    "gke-tpu-llm:workload.serving.concurrency",
+                    f"{NAMESPACE}:workload.serving.concurrency",
                     spec.concurrency,
                     f"no fitting slice's KV cache holds one sequence of {spec.input_tokens + spec.output_tokens} tokens",
                     "a shorter scenario",
@@ -209,14 +322,12 @@ def _missed_targets(config: StackConfig, estimates: tuple[planner.ServingEstimat
                 )
             ]
         )
-    best_ttft = min(estimates, key=lambda e: e.ttft_ms)
-    best_tpot = min(estimates, key=lambda e: e.tpot_ms)
-    value: float | None
+    best = {key: min(estimates, key=partial(_latency, key=key)) for key in _LABELS}
     ttft_target, tpot_target = spec.ttft_ms, spec.tpot_ms
     if (
         ttft_target is not None
         and tpot_target is not None
-        and (best_ttft.ttft_ms <= ttft_target and best_tpot.tpot_ms <= tpot_target)
+        and (best["ttftMs"].ttft_ms <= ttft_target and best["tpotMs"].tpot_ms <= tpot_target)
     ):
         # Each target alone is met on some slice, both together on none: name both keys and the
         # best pair (the slice closest to both, by its worse ratio to a target).
@@ -229,7 +340,7 @@ def _missed_targets(config: StackConfig, estimates: tuple[planner.ServingEstimat
         return ConfigError(
             [
                 Violation(
-                    f"gke-tpu-llm:workload.serving.{key}",
+                    f"{NAMESPACE}:workload.serving.{key}",
                     target,
                     problem,
                     "targets at or above a pair one slice achieves, or a lower concurrency",
@@ -239,24 +350,24 @@ def _missed_targets(config: StackConfig, estimates: tuple[planner.ServingEstimat
                 for key, target in (("ttftMs", ttft_target), ("tpotMs", tpot_target))
             ]
         )
-    if spec.tpot_ms is not None and best_tpot.tpot_ms > spec.tpot_ms:
-        key, value = "tpotMs", spec.tpot_ms
-        best = f"the lowest predicted TPOT is {best_tpot.tpot_ms:.1f} ms ({best_tpot.plan.slice.key})"
-    else:
-        key, value = "ttftMs", spec.ttft_ms
-        best = f"the lowest predicted TTFT is {best_ttft.ttft_ms:.1f} ms ({best_ttft.plan.slice.key})"
-    return ConfigError(
-        [
+    arch = MODELS[config.workload.model]
+    violations = []
+    for key, e in best.items():  # each target no slice meets is its own violation
+        target, predicted = _target(e.scenario, key), _latency(e, key)
+        if target is None or predicted <= target:
+            continue
+        facts, fixes = _fixes(key, predicted, _lower_concurrency(config, arch, e, key))
+        violations.append(
             Violation(
-                f"gke-tpu-llm:workload.serving.{key}",
-                value,
-                f"is met by no fitting slice at concurrency {spec.concurrency}: {best}",
+                f"{NAMESPACE}:workload.serving.{key}",
+                target,
+                f"is met by no fitting slice at concurrency {spec.concurrency}: the lowest predicted {_LABELS[key]} "
+                f"is {predicted:.1f} ms ({e.plan.slice.key}){facts}",
                 "a target at or above the best prediction, or a lower concurrency",
-                "raise the target, lower workload.serving.concurrency, or unset it "
-                "(python -m components estimate lists every slice)",
+                f"{fixes} (python -m components estimate lists every slice)",
             )
-        ]
-    )
+        )
+    return ConfigError(violations)
 
 
 def _with_slice(config: StackConfig, chosen: tpu_catalog.TpuSlice) -> StackConfig | str:
@@ -280,7 +391,23 @@ def _with_slice(config: StackConfig, chosen: tpu_catalog.TpuSlice) -> StackConfi
 
 def resolve(config: StackConfig) -> StackPlan:
     """Verify (pinned topology) or select (unset topology, and maybe generation) the slice; raise
-    ConfigError otherwise."""
+    ConfigError otherwise, each problem about a key the stack file does not set marked as a default
+    (or, for the slice's keys, as the planner's choice)."""
+    try:
+        return _resolve(config)
+    except ConfigError as error:
+        chosen = [v for v in error.violations if v.key in _SLICE_KEYS]
+        marked = {id(v): m for v, m in zip(chosen, mark_defaults(chosen, config, DERIVED_NOTE), strict=True)}
+        rest = [v for v in error.violations if v.key not in _SLICE_KEYS]
+        marked |= {id(v): m for v, m in zip(rest, mark_defaults(rest, config), strict=True)}
+        raise ConfigError([marked[id(v)] for v in error.violations]) from None
+
+
+_SLICE_KEYS = frozenset(f"{NAMESPACE}:tpu.{key}" for key in ("generation", "topology", "machineType"))
+"""Keys the planner chooses when unset: a problem about one is about its choice, not a default."""
+
+
+def _resolve(config: StackConfig) -> StackPlan:
     arch = MODELS[config.workload.model]
     tpu = config.tpu
     try:
@@ -316,7 +443,7 @@ def resolve(config: StackConfig) -> StackPlan:
                     workload,
                     [c.tpu.slice for c in completed.values()],
                     region=config.region,
-                    spot=tpu.spot,
+                    capacity=capacities_of(config)[0],
                     single_host_only=single_host_only,
                 )
             except planner.PlanError as error:
@@ -341,26 +468,80 @@ def resolve(config: StackConfig) -> StackPlan:
                 f"{tpu.slice.hosts} hosts; use a single-host topology (at most 8 chips on one VM)",
                 "slice",
             )
-        verified = planner.verify_slice(arch, workload, tpu.slice, region=config.region, spot=tpu.spot)
-        if scenario is not None:  # a pinned slice is predicted, never refused for missing a target
-            return StackPlan(
-                config,
-                verified,
-                selected=False,
-                serving=(
-                    planner.estimate(
-                        arch,
-                        verified,
-                        scenario,
-                        server=server_of(config)(tpu.slice),
-                        region=config.region,
-                        perf_key=perf_key_of(config),
-                    ),
-                ),
-            )
-        return StackPlan(config, verified, selected=False)
+        verified = planner.verify_slice(arch, workload, tpu.slice, region=config.region, capacity=capacities_of(config)[0])
+        if scenario is None:
+            return StackPlan(config, verified, selected=False)
+        predicted = planner.estimate(
+            arch,
+            verified,
+            scenario,
+            server=server_of(config)(tpu.slice),
+            region=config.region,
+            perf_key=perf_key_of(config),
+            capacities=capacities_of(config),
+        )
+        if not predicted.meets_targets:  # the targets are the stack's own: a slice that misses them is an error
+            raise _missed_on_pinned(config, arch, predicted)
+        return StackPlan(config, verified, selected=False, serving=(predicted,))
     except planner.PlanError as error:
         raise _cannot_run(config, arch, error) from None
+
+
+def validated(values: Mapping[str, Any], stack: str, secret_keys: Collection[str] = ()) -> StackConfig:
+    """``parse_full_config`` of a stack's full keys; when a derived key (``tpu.machineType``) is all
+    that fails, the planner checks the topology it derives from too, so one run names the root cause."""
+    try:
+        return parse_full_config(values, stack, secret_keys)
+    except ConfigError as error:
+        raise _root_cause(error, values, stack, secret_keys) from None
+
+
+def resolve_values(values: Mapping[str, Any], stack: str, secret_keys: Collection[str] = ()) -> StackPlan:
+    """:func:`validated`, then :func:`resolve`: a stack file's keys to its verified plan."""
+    return resolve(validated(values, stack, secret_keys))
+
+
+def _root_cause(error: ConfigError, values: Mapping[str, Any], stack: str, secret_keys: Collection[str]) -> ConfigError:
+    """``error`` with the planner's verdict on the topology when the machine type alone fails (it only
+    picks among the topology's VM layouts: ``tpu_spec.topology_layouts``): each layout is validated and
+    resolved in its place, and when none works the planner's problems are reported too, the machine
+    type's marked as following from the topology's when the topology is what to change."""
+    machine_key, topology_key = f"{NAMESPACE}:tpu.machineType", f"{NAMESPACE}:tpu.topology"
+    raw = values.get(f"{NAMESPACE}:tpu")
+    layouts = topology_layouts(raw)
+    if [v.key for v in error.violations] != [machine_key] or not layouts or not isinstance(raw, Mapping):
+        return error
+    found: list[Violation] = []
+    first: StackConfig | None = None
+    for layout in layouts:
+        try:
+            fixed = {**values, f"{NAMESPACE}:tpu": {**raw, "machineType": layout.machine_type}}
+            config = parse_full_config(fixed, stack, secret_keys)
+        except ConfigError:
+            continue  # this layout breaks another rule (e.g. autoscaling on a multi-host slice)
+        try:
+            resolve(config)
+        except ConfigError as planned:
+            found, first = found or planned.violations, first or config
+            continue
+        return error  # a layout works: the machine type is all there is to fix
+    (machine,) = error.violations
+    if first is None or not any(v.key == topology_key for v in found):
+        return ConfigError([machine, *found])  # the planner's problems are the next round's: report them now
+    tpu = first.tpu.slice
+    same = [s for s in tpu_catalog.all_slices() if s.generation.name == tpu.generation.name]
+    smallest = planner.smallest_fitting_slice(MODELS[first.workload.model], workload_of(first), same, first.region)
+    fix = "fix tpu.topology first, then use a machine type of the new topology (or remove machineType where it has one layout)"
+    if smallest is not None and smallest.slice.machine_type == machine.value:
+        fix = (
+            f"fix tpu.topology first: {machine.value} builds {smallest.slice.key}, the smallest slice that fits, so "
+            f"it is right once tpu.topology is {smallest.slice.topology}"
+        )
+    elif smallest is not None:
+        fix += f"; {smallest.slice.key}, the smallest slice that fits, is {smallest.slice.machine_type}"
+    problem = f"{machine.problem}; this follows from {topology_key}, which no layout of {tpu.topology} fits (above)"
+    allowed = f"{machine.allowed} for {tpu.topology}, which does not fit; the machine type of a topology that does"
+    return ConfigError([*found, replace(machine, problem=problem, allowed=allowed, fix=fix)])
 
 
 # The stack key behind each planner field (PlanError.field), the value to show and the fix.

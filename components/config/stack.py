@@ -13,7 +13,7 @@ from .. import planner
 from ..workloads.kind import WorkloadKindInfo, benchmark_rules
 from ..workloads.registry import BY_KIND, KINDS
 from . import naming
-from .base import Spec, bucket_rules
+from .base import PulumiBool, Spec, bucket_rules
 from .environments import ALLOW_REPLACE_LABEL, ENVIRONMENTS, Environment, EnvironmentPolicy
 from .errors import raise_rules, rule
 from .gke_rules import (
@@ -21,11 +21,13 @@ from .gke_rules import (
     flex_start_version_rules,
     fp8_rules,
     gke_version_rules,
+    inference_gateway_version_rules,
     ray_ladder_version_rules,
     region_rules,
     zone_in_region_rules,
 )
 from .isolation import UNSAFE_SHARED_PROJECT_KEY
+from .observability_spec import ObservabilitySpec
 from .platform import BUCKET_KEY_PATTERN, BucketSpec, ClusterSpec, ControllersSpec, IdentitySpec
 from .tpu_spec import TpuSpec
 from .workload import MAX_CHIPS, WorkloadBase
@@ -44,7 +46,11 @@ class StackConfig(Spec):
     stack: str = Field(description="Pulumi stack name (not set in the file; taken from the engine).")
     project: str = Field(alias="gcp:project", pattern=naming.PROJECT_ID_PATTERN, description="GCP project id.")
     region: str = Field(alias="gcp:region", description="GCP region of the cluster and buckets.")
-    environment: Environment = Field(Environment.dev, description="dev or prod; decides protection, retention and force-destroy.")
+    # Top-level keys: `pulumi config set` without --path stores text; the enum's value is text anyway
+    # (strict would take only an Environment member), and the booleans take "true"/"false" (PulumiBool).
+    environment: Environment = Field(
+        Environment.dev, strict=False, description="dev or prod; decides protection, retention and force-destroy."
+    )
     cluster: ClusterSpec = Field(default_factory=ClusterSpec, description="The GKE cluster.")
     tpu: TpuSpec = Field(description="The TPU slices (one node pool each).")
     buckets: dict[str, BucketSpec] = Field(default_factory=dict, description="Buckets by key.")
@@ -53,7 +59,10 @@ class StackConfig(Spec):
     controllers: ControllersSpec = Field(
         default_factory=ControllersSpec, description="Pinned versions of the in-cluster controllers the workload needs."
     )
-    allow_teardown: bool = Field(
+    observability: ObservabilitySpec = Field(
+        default_factory=ObservabilitySpec, description="The stack's Cloud Monitoring dashboard and alert policies."
+    )
+    allow_teardown: PulumiBool = Field(
         False,
         description="Prepare a prod teardown: lift Pulumi protection from the cluster and TPU pools and switch GKE "
         "deletion protection off, so `pulumi destroy --exclude-protected` removes everything except the buckets, "
@@ -61,7 +70,7 @@ class StackConfig(Spec):
         "land it as its own reviewed change and `pulumi up` before the destroy (components/README-day2.md: Tearing down prod).",
     )
 
-    unsafe_share_project_with_non_prod: bool = Field(
+    unsafe_share_project_with_non_prod: PulumiBool = Field(
         False,
         description="UNSAFE: let non-prod stacks use this prod stack's gcp:project. Off by default because a dev "
         "deployer in prod's project needs IAM-admin rights there, and dev grants, names and Workload Identity "
@@ -91,6 +100,7 @@ class StackConfig(Spec):
         rules += flex_start_version_rules("cluster.version", version, tier_types)
         multi_host_ray = "rayOperator" in self.addons and (self.tpu.topology is None or self.tpu.slice.multi_host)
         rules += ray_ladder_version_rules("cluster.version", version, tier_types, multi_host_ray)
+        rules += inference_gateway_version_rules("cluster.version", version, self.workload.front_door.gateway)
         w = self.workload
         rules += fp8_rules(w.weights, w.kv_cache, kind=w.kind, engine=self.kind_info.engine, generation=self.tpu.generation)
         if "gcsFuseCsiDriver" in self.addons and self.tpu.workload_metadata == "GCE_METADATA":

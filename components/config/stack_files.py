@@ -8,6 +8,7 @@ keys to values, secrets as placeholders) and resolves its configuration (:func:`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -18,12 +19,19 @@ from . import stack_yaml as stackfile
 from .errors import NAMESPACE, ConfigError
 from .isolation import Tenancy, conflicts, tenancy
 from .loader import parse_full_config, required_secrets
-from .resolve import StackPlan, resolve
+from .resolve import StackPlan, resolve_values
 from .stack import StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 """The project directory (``Pulumi.yaml``, ``__main__.py``, ``stacks/``, ``manifests/``)."""
 STACKS_DIR = ROOT / "stacks"
+
+STACK_NAME_PATTERN = r"[A-Za-z0-9][-A-Za-z0-9_.]{0,99}"
+"""The ``<stack>`` of a ``stacks/Pulumi.<stack>.yaml``, matched whole: a Pulumi stack name
+(``naming.STACK_NAME_PATTERN``) starting with a letter or digit, so no command line reads it as an
+option. deploy.yml checks its free-text ``stack`` input against it before any use: the standard-library
+script it runs (.github/scripts/stack_environments.py) holds a copy that tests/test_workflows.py keeps
+equal to this one."""
 
 SECRET_PLACEHOLDER = "[secret]"
 """What offline runs see, and plans show, in place of any secret value."""
@@ -46,6 +54,11 @@ def stack_path(stack: str) -> Path:
 
 def list_stacks() -> list[str]:
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
+
+
+def is_stack_name(name: str) -> bool:
+    """Whether ``name`` can be a stack in ``stacks/`` (:data:`STACK_NAME_PATTERN`)."""
+    return re.fullmatch(STACK_NAME_PATTERN, name) is not None
 
 
 def read_stack_file(path: Path, stack: str | None = None, *, fill_secrets: bool = True) -> StackFile:
@@ -81,7 +94,7 @@ def config_of(stack_file: StackFile) -> StackPlan:
 
     Every key is seen, as under ``pulumi up``: one under a namespace the program does not read is a
     problem, not silently dropped."""
-    return resolve(parse_full_config(stack_file.values, stack_file.stack, stack_file.secret_keys))
+    return resolve_values(stack_file.values, stack_file.stack, stack_file.secret_keys)
 
 
 @cache

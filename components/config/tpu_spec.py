@@ -7,13 +7,14 @@ value types with.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from ..catalog import tpu as tpu_catalog
 from .base import Spec
-from .errors import raise_rules, rule
+from .errors import closest, raise_rules, rule
 from .gke_rules import is_fallback_ladder
 from .platform import ThreadsPerCore
 
@@ -39,6 +40,25 @@ class AutoscalingSpec(Spec):
                 ]
             )
         return self
+
+
+def topology_layouts(raw: object) -> tuple[tpu_catalog.TpuSlice, ...]:
+    """The slices a raw ``tpu`` section's topology builds when its machine type is what fails
+    ``TpuSpec._catalog_rules`` (one no layout has, or none where the topology has two): the machine
+    type only picks among these, so the planner can check the topology although the section does not
+    validate (``config.resolve.validated``). () for any other section."""
+    if not isinstance(raw, Mapping):
+        return ()
+    gen, topology, machine_type = (raw.get(k) for k in ("generation", "topology", "machineType"))
+    # Any YAML value may be here (a list, a mapping): only well-typed keys are looked up.
+    if not isinstance(gen, str) or not isinstance(topology, str) or not isinstance(machine_type, (str, type(None))):
+        return ()
+    if gen not in tpu_catalog.GENERATIONS or topology not in tpu_catalog.GENERATIONS[gen].topologies:
+        return ()
+    layouts = tpu_catalog.layouts(gen, str(topology))
+    if machine_type in {s.machine_type for s in layouts} or (machine_type is None and len(layouts) == 1):
+        return ()
+    return layouts
 
 
 WorkloadMetadata = Literal["GKE_METADATA", "GCE_METADATA"]
@@ -154,14 +174,15 @@ class TpuSpec(Spec):
             return self._unset_generation_rules()
         gen = tpu_catalog.GENERATIONS.get(self.generation)
         if gen is None:
+            near = closest(self.generation, tpu_catalog.GENERATIONS)
             raise_rules(
                 [
                     rule(
                         "generation",
                         self.generation,
-                        "is not a TPU generation in the catalog",
+                        "is not a TPU generation in the catalog" + (f" (did you mean {near!r}?)" if near else ""),
                         ", ".join(tpu_catalog.GENERATIONS),
-                        "set generation to one of the allowed values",
+                        f"write {near!r}" if near else "set generation to one of the allowed values",
                     )
                 ]
             )

@@ -14,7 +14,8 @@ from pydantic import Field, model_validator
 from ..catalog import tpu as tpu_catalog
 from ..catalog.models import MODELS
 from .base import Spec
-from .errors import raise_rules, rule
+from .errors import closest, raise_rules, rule
+from .front_door import FrontDoorSpec
 
 MAX_TARGET_LENGTH = 131072
 """The longest context window of a catalog model (Llama 3.1: 128K tokens)."""
@@ -127,6 +128,11 @@ class WorkloadBase(Spec):
         "tpu.topology or tpu.generation is unset. Serving kinds only (vllm, jetstream, saxml). Unset: no "
         "prediction, and the slice is the cheapest that fits by $/h.",
     )
+    front_door: FrontDoorSpec = Field(
+        default_factory=FrontDoorSpec,
+        description="How clients reach the servers: the kind's Service (default) or the GKE Inference Gateway "
+        "(components/config/front_door.py).",
+    )
 
 
     @model_validator(mode="after")
@@ -155,7 +161,9 @@ class WorkloadBase(Spec):
                 )
             )
         if self.model not in MODELS:
-            rules.append(rule("model", self.model, "is not in the model catalog", ", ".join(MODELS), "use a catalog model key"))
+            near = closest(self.model, MODELS)
+            hint, fix = (f" (did you mean {near!r}?)", f"write {near!r}") if near else ("", "use a catalog model key")
+            rules.append(rule("model", self.model, "is not in the model catalog" + hint, ", ".join(MODELS), fix))
         if self.per_device_batch_size is not None and self.batch_size is not None:
             rules.append(
                 rule("batchSize", self.batch_size, "cannot be combined with perDeviceBatchSize", "one of the two", "remove one")

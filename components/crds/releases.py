@@ -455,6 +455,99 @@ MANAGED: Mapping[str, ManagedCustomResources] = _by_name(
                 ),
             ),
         ),
+        ManagedCustomResources(
+            name="gke-autoscaling-metrics",
+            provided_by="GKE's managed metrics adapter: AutoscalingMetric (autoscaling.gke.io/v1beta1), GA from "
+            "1.37.0-gke.3100000 with the cluster's HPA performance profile (GKE autoscale-using-metrics). No published "
+            "CRD: the schema is hand-written (components/schemas/autoscaling.gke.io/README.md). Used by "
+            "workload.vllm.autoscaling.via: autoscalingMetric (components/workloads/vllm/autoscaling.py)",
+            addon="hpaPerformanceProfile",
+            resources=(
+                CustomResource(
+                    "autoscaling.gke.io/v1beta1",
+                    "AutoscalingMetric",
+                    _no_templates,
+                    name_max_length=None,
+                    name_rule="generic custom resource name (the HPA names it in autoscaling.gke.io|<name>|<metric>)",
+                    schema="autoscaling.gke.io/AutoscalingMetric-v1beta1.json",
+                ),
+            ),
+        ),
+        ManagedCustomResources(
+            name="gke-checkpointing",
+            provided_by="GKE's Multi-Tier Checkpointing (the cluster's highScaleCheckpointing add-on, GKE "
+            "1.32.4-gke.1415000 or later; components/platform/addons/multi_tier_checkpointing.py)",
+            addon=None,
+            resources=(
+                CustomResource(
+                    "checkpointing.gke.io/v1",
+                    "CheckpointConfiguration",
+                    _no_templates,
+                    name_max_length=None,
+                    name_rule="generic custom resource name",
+                    schema="checkpointing.gke.io/CheckpointConfiguration-v1.json",
+                ),
+            ),
+        ),
+        ManagedCustomResources(
+            name="gke-gateway",
+            provided_by="GKE: the Gateway API add-on (cluster gatewayApiConfig CHANNEL_STANDARD) serves Gateway and "
+            "HTTPRoute, and from 1.34.0-gke.1626000 GKE installs the GA Gateway API Inference Extension CRDs "
+            "(InferencePool) itself (llm-d GKE gateway guide); the networking.gke.io policies come with GKE's "
+            "Gateway controller (GoogleCloudPlatform/gke-gateway-api config/crd). Used by workload.frontDoor.type: "
+            "gateway (components/render/gateway.py)",
+            addon=None,
+            resources=(
+                CustomResource(
+                    "gateway.networking.k8s.io/v1",
+                    "Gateway",
+                    _no_templates,
+                    name_max_length=None,
+                    name_rule="generic custom resource name",
+                    schema="gateway.networking.k8s.io/Gateway-v1.json",
+                ),
+                CustomResource(
+                    "gateway.networking.k8s.io/v1",
+                    "HTTPRoute",
+                    _no_templates,
+                    name_max_length=None,
+                    name_rule="generic custom resource name",
+                    schema="gateway.networking.k8s.io/HTTPRoute-v1.json",
+                ),
+                CustomResource(
+                    "inference.networking.k8s.io/v1",
+                    "InferencePool",
+                    _no_templates,
+                    name_max_length=None,
+                    name_rule="generic custom resource name",
+                    schema="inference.networking.k8s.io/InferencePool-v1.json",
+                ),
+                CustomResource(
+                    "networking.gke.io/v1",
+                    "HealthCheckPolicy",
+                    _no_templates,
+                    name_max_length=None,
+                    name_rule="generic custom resource name",
+                    schema="networking.gke.io/HealthCheckPolicy-v1.json",
+                ),
+                CustomResource(
+                    "networking.gke.io/v1",
+                    "GCPBackendPolicy",
+                    _no_templates,
+                    name_max_length=None,
+                    name_rule="generic custom resource name",
+                    schema="networking.gke.io/GCPBackendPolicy-v1.json",
+                ),
+                CustomResource(
+                    "networking.gke.io/v1",
+                    "GCPRoutingExtension",
+                    _no_templates,
+                    name_max_length=None,
+                    name_rule="generic custom resource name",
+                    schema="networking.gke.io/GCPRoutingExtension-v1.json",
+                ),
+            ),
+        ),
     ]
 )
 """Custom resources GKE serves, with vendored schemas (``components/schemas``), by group name."""

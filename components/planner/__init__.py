@@ -37,7 +37,7 @@ from .inputs import (
 )
 from .mesh import build_mesh
 from .params import SCALE_SUFFIX, param_count, param_shapes
-from .perf import Scenario, ServingEstimate, estimate
+from .perf import Scenario, ServingEstimate, TierPrice, estimate
 from .plan_errors import PLAN_FIELDS, PlanError, PlanField
 from .results import GB, ArrayPlan, MemoryPlan, Plan, ShardingPlan, SpecEntry
 from .select import Ranking, rank_by_token_cost, rank_slices, select_slice, smallest_fitting_slice, verify_slice
@@ -64,6 +64,7 @@ __all__ = [
     "ServingWorkload",
     "ShardingPlan",
     "SpecEntry",
+    "TierPrice",
     "TrainingWorkload",
     "WeightDtype",
     "Workload",

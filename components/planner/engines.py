@@ -46,7 +46,7 @@ vLLM 0.10 because vLLM itself only claims ``gpu_memory_utilization=0.9`` of HBM;
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -81,6 +81,16 @@ class EngineProfile:
     """Default for ``ServingWorkload.replicate_kv_heads``."""
     single_host_only: bool = False
     """The engine as deployed runs on single-host slices only."""
+    kv_page_tokens: Callable[[int], int] | None = None
+    """For an engine that pages its KV cache by the tokens in use (vLLM: blocks from one pool)
+    instead of reserving ``max_target_length`` per sequence, the tokens of one page given the
+    maximum length; None: no paging. With paging the memory plan needs one max-length sequence to
+    fit (vLLM's own start-up check), and the sequences it runs follow from the pages they hold
+    (``perf.kv_room``)."""
+
+    @property
+    def paged_kv_cache(self) -> bool:
+        return self.kv_page_tokens is not None
     host_axis: str | None = None
     """A mesh axis that exists only on multi-host slices (vLLM's ``pipeline``, one stage per host):
     dropped from a single-host mesh, and its flag with it, so single-host plans keep their shape."""
@@ -113,6 +123,16 @@ class EngineProfile:
         if self.host_axis is None or tpu.multi_host or axes.get(self.host_axis, 1) != 1:
             return dict(axes)
         return {k: v for k, v in axes.items() if k != self.host_axis}
+
+
+def vllm_page_tokens(max_model_len: int) -> int:
+    """vLLM's KV block (page) size on TPU when --block-size is unset (this project sets none): about
+    max-model-len / 16 as a power of two within [16, 256], and 16 above 8192 tokens (vLLM
+    ``PallasAttentionBackend.get_page_size``; some later tpu-inference builds pin 32, a difference of
+    under one page per sequence in the sizing)."""
+    if max_model_len > 8192:
+        return 16
+    return min(256, max(16, (1 << (max_model_len - 1).bit_length()) // 16))
 
 
 _PROFILES: tuple[EngineProfile, ...] = (
@@ -177,6 +197,7 @@ _PROFILES: tuple[EngineProfile, ...] = (
         },
         flags={"pipeline_parallel_size": "pipeline", "tensor_parallel_size": "tensor"},
         reserve_fraction=0.10,
+        kv_page_tokens=vllm_page_tokens,
         candidates=stages_per_host,
         replicate_kv_heads=True,
         host_axis="pipeline",

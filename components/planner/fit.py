@@ -3,7 +3,10 @@ the arrays laid out on it, and the memory per chip.
 
 Memory model (per chip, bytes)
 ------------------------------
-* weights and KV cache: the laid-out arrays (``params`` says what they are, ``layout`` how they split).
+* weights and KV cache: the laid-out arrays (``params`` says what they are, ``layout`` how they split);
+  the KV cache of ``batch x max_target_length`` tokens, or of one max-length sequence for an engine
+  that pages it (``EngineProfile.paged_kv_cache``: vLLM), whose concurrency the serving model sizes
+  by the tokens in use.
 * reserve: ``reserve_fraction x HBM + reserve_bytes`` for XLA temporaries, prefill activations,
   logits and the runtime; the default fraction is the engine profile's (``engines``).
 * training adds gradients (parameter dtype) and two float32 Adam moments per parameter, and an
@@ -27,15 +30,16 @@ from .plan_errors import PlanError
 from .results import MemoryPlan, Plan, ShardingPlan
 
 
-def plan(arch: ModelArch, tpu: TpuSlice, workload: Workload, *, region: str | None = None, spot: bool = False) -> Plan:
+def plan(arch: ModelArch, tpu: TpuSlice, workload: Workload, *, region: str | None = None, capacity: str = "onDemand") -> Plan:
     """Lay ``arch`` out on ``tpu`` for ``workload``; sharding errors raise, a tight fit does not.
 
     Check ``plan(...).fits`` or use :func:`~components.planner.verify_slice` to turn an overflow
-    into a PlanError. The price is the slice's in ``region`` (spot when ``spot``), None where
-    uncatalogued.
+    into a PlanError. The price is the slice's in ``region`` obtained as ``capacity`` (a
+    ``tpu.capacity[].type``: the catalog's ``TpuSlice.capacity_price``), None where uncatalogued.
     """
     unpriced = _plan_unpriced(arch, tpu, workload)
-    return dataclasses.replace(unpriced, region=region, spot=spot, price_per_hour=tpu.hourly_price(region, spot=spot))
+    price = tpu.capacity_price(region, capacity)
+    return dataclasses.replace(unpriced, region=region, capacity=capacity, price_per_hour=price)
 
 
 def derive_parallelism(arch: ModelArch, tpu: TpuSlice, workload: Workload) -> dict[str, int]:
@@ -173,6 +177,10 @@ def _serving_plan(arch: ModelArch, tpu: TpuSlice, workload: ServingWorkload, pro
     kv_heads, replicated = kv_heads_for(arch, prof.rules, devices, replicate)
     weight_dtype = _serving_weight_dtype(arch, workload)
     batch = _global_batch(tpu, workload.per_device_batch_size, workload.batch_size)
+    if prof.paged_kv_cache:
+        # vLLM pages the cache by tokens in use: it must hold one max-length sequence (its start-up
+        # check), and --max-num-seqs is an admission limit, not a reservation (perf.kv_room).
+        batch = 1
     staged = _busiest_stage(arch, prof, axes)
     quantization: Quantization | None = "int8" if weight_dtype == "int8" else "fp8" if weight_dtype == "fp8" else None
     arrays = weight_arrays(staged, "bfloat16", quantization or False, kv_heads)

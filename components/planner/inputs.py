@@ -29,7 +29,9 @@ class ServingWorkload:
     ``max_target_length`` is the cached length per sequence (MaxText ``max_target_length``, vLLM
     ``max_model_len``, Saxml ``INPUT_SEQ_LEN + MAX_DECODE_STEPS``). The cache holds
     ``per_device_batch_size x chips`` sequences (MaxText semantics) or ``batch_size`` sequences;
-    with neither, one sequence (vLLM's own start-up check: one max_model_len sequence must fit).
+    with neither, one sequence. An engine that pages its cache (vLLM) is planned for one
+    max_model_len sequence whatever ``batch_size`` (its own start-up check); ``batch_size`` is then
+    its admission limit (--max-num-seqs), which the serving model applies.
     ``max_prefill_length`` is validated only: MaxText's prefill and autoregressive caches together
     span ``max_target_length``.
     ``parallelism`` pins mesh axes by name (``{"tensor": 8}``; missing axes are 1, one axis may be

@@ -5,14 +5,15 @@ It reads the planner's exact per-chip byte counts (``Plan.memory``: weights, KV 
 catalog's HBM bandwidth and peak FLOPs per chip, with the efficiency factors of
 ``components/catalog/calibration.py`` (calibrated on published vLLM-TPU results, each with its source).
 
-Steady state with ``c`` sequences in flight (``c`` = min(requested, what the KV cache holds at
-``input + output`` tokens each, the engine's batch limit: vLLM ``--max-num-seqs``, JetStream's
-decode slots, Saxml's batch; ``Server``): every engine step (one output token per sequence) reads
+Steady state with ``c`` sequences in flight (``c`` = min(requested, what the KV cache holds as the
+engine allocates it: vLLM pages of the tokens in use, ``input + output / 2`` on average, JetStream and
+Saxml a whole ``max_target_length`` slot each (``kv_room``); the engine's batch limit: vLLM
+``--max-num-seqs``, JetStream's decode slots, Saxml's batch; ``Server``): every engine step (one output token per sequence) reads
 each chip's weights and the KV cache of its sequences (average context ``input + output / 2``),
 and runs the matmuls of ``c`` decode tokens plus the prefill tokens chunked prefill interleaves
 into the same step (``c x input / output`` on average: one new prompt per finished request). The
-step costs the HBM time plus the compute time (they are added, not overlapped: the published TPOT
-grows with concurrency faster than the bytes alone explain) plus the tensor-parallel all-reduces
+step costs the longer of the HBM time and the compute time plus the share of the shorter the fitted
+overlap does not hide (``EfficiencyFactors.overlap``) plus the tensor-parallel all-reduces
 over ICI (two per layer) plus, with pipeline stages, the DCN hand-offs, plus the host's per-step
 overhead. With ``p`` pipeline stages each stage runs ``c / p`` sequences and a token passes all
 ``p`` stages. TTFT is the prompt's prefill (FLOPs at the prefill utilisation) plus half a step (a
@@ -36,14 +37,14 @@ admits them (one per prefill), and the replica's price is both slices'.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..catalog.calibration import (
-    CALIBRATED_KEYS,
-    DCN_BANDWIDTH_PER_HOST,
     FACTORS,
     EfficiencyFactors,
+    calibration_of,
 )
 from ..catalog.models import ModelArch
 from .engines import profile
@@ -111,10 +112,24 @@ class StepTimes:
     overhead: float
     hbm_floor: float
     """Bytes read per step per chip / the catalog bandwidth (no efficiency): no TPOT is below it."""
+    overlap: float = 0.0
+    """Share of the shorter of HBM and compute time hidden under the longer (the engine family's
+    fitted ``EfficiencyFactors.overlap``): 0 adds them, 1 is the roofline max."""
 
     @property
     def total(self) -> float:
-        return self.hbm + self.compute + self.collectives + self.overhead
+        longer, shorter = max(self.hbm, self.compute), min(self.hbm, self.compute)
+        return longer + (1 - self.overlap) * shorter + self.collectives + self.overhead
+
+
+@dataclass(frozen=True)
+class TierPrice:
+    """One replica's price obtained as one capacity type (every slice it occupies)."""
+
+    capacity: str
+    """A ``tpu.capacity[].type``: onDemand, spot, reservation, flexStart or queuedProvisioning."""
+    usd_per_hour: float | None
+    """The catalog's rate for it (``TpuSlice.capacity_price``); None where the catalog has none."""
 
 
 @dataclass(frozen=True)
@@ -127,19 +142,23 @@ class ServingEstimate:
     concurrency: int
     """Sequences the clients keep in flight: min(requested, max_concurrent_sequences)."""
     kv_cache_sequences: int
-    """Sequences of ``input + output`` tokens the KV cache the memory plan leaves holds."""
+    """Sequences the KV cache the memory plan leaves holds, as the engine allocates it (``kv_room``)."""
     concurrency_limited_by: ConcurrencyLimit
+    kv_room: KvRoom
     decoding: float
     """Sequences decoding in a step: ``concurrency``, or fewer while the rest wait for prefill
     (the step token budget or the prefill slice binds)."""
     step: StepTimes
     ttft_s: float
     output_tokens_per_s: float
-    usd_per_hour: float | None
-    usd_per_hour_spot: float | None
-    usd_per_hour_flex_start: float | None
+    prices: tuple[TierPrice, ...]
+    """The replica's price at each of the stack's capacity tiers, preferred first (only those: a
+    stack on on-demand VMs is not shown a spot price it does not pay)."""
     calibrated: bool
-    """The engine's efficiency factors were calibrated on its own published results."""
+    """The engine's factors were fitted on its own published results on this generation."""
+    calibration: str = ""
+    """What the prediction stands on (``calibration.calibration_of``): "calibrated on ..." or
+    "uncalibrated: ...", and whether the deployed engine version is one the points measured."""
     refused_by_config: str | None = None
     """Why the stack's own rules refuse this slice (``estimate`` lists it anyway, marked); None: accepted."""
 
@@ -177,17 +196,14 @@ class ServingEstimate:
         return usd_per_hour / (self.output_tokens_per_s * 3600) * 1e6
 
     @property
+    def usd_per_hour(self) -> float | None:
+        """One replica's $/h at the preferred (first) tier: what ranks the slices."""
+        return self.prices[0].usd_per_hour if self.prices else None
+
+    @property
     def usd_per_million_output_tokens(self) -> float | None:
-        """On-demand $ per million output tokens; None where the catalog has no price."""
+        """$ per million output tokens at the preferred tier; None where the catalog has no price."""
         return self._per_million(self.usd_per_hour)
-
-    @property
-    def usd_per_million_output_tokens_spot(self) -> float | None:
-        return self._per_million(self.usd_per_hour_spot)
-
-    @property
-    def usd_per_million_output_tokens_flex_start(self) -> float | None:
-        return self._per_million(self.usd_per_hour_flex_start)
 
     @property
     def meets_targets(self) -> bool:
@@ -195,10 +211,20 @@ class ServingEstimate:
         s = self.scenario
         return (s.ttft_ms is None or self.ttft_ms <= s.ttft_ms) and (s.tpot_ms is None or self.tpot_ms <= s.tpot_ms)
 
-    def to_dict(self) -> dict[str, Any]:
-        def r(x: float | None, digits: int = 2) -> float | None:
-            return None if x is None else round(x, digits)
+    @property
+    def binding_limit(self) -> str:
+        """What bounds the sequences in flight, in words (plan text and JSON)."""
+        room = self.kv_room.describe()
+        if self.concurrency_limited_by == "requested":
+            limit = f"{self.server.batch_limit_source} {self.server.batch_limit}"
+            return f"the requested concurrency {self.scenario.concurrency} (KV cache room: {room}; {limit})"
+        if self.concurrency_limited_by == "kv_cache":
+            return f"the KV cache: {room} (under {self.server.batch_limit_source} {self.server.batch_limit})"
+        return f"{self.server.batch_limit_source} {self.server.batch_limit} (KV cache room: {room})"
 
+    def to_dict(self) -> dict[str, Any]:
+        # Unrounded: the text views round once, where they print (a value rounded here and again
+        # there can differ from the prediction's own rounding by one).
         tpu = self.plan.slice
         return {
             "slice": tpu.key,
@@ -215,19 +241,30 @@ class ServingEstimate:
             "batch_limit": self.server.batch_limit,
             "batch_limit_source": self.server.batch_limit_source,
             "concurrency_limited_by": self.concurrency_limited_by,
+            "binding_limit": self.binding_limit,
+            "kv_tokens_per_sequence": self.kv_room.tokens_per_sequence,
+            "kv_page_tokens": self.kv_room.page_tokens,
             "step_token_budget": self.server.step_token_budget,
             "step_token_budget_binds": self.step_token_budget_binds,
             "slices_per_replica": self.server.slices_per_replica,
-            "output_tokens_per_s": r(self.output_tokens_per_s, 1),
-            "ttft_ms": r(self.ttft_ms),
-            "tpot_ms": r(self.tpot_ms),
-            "hbm_floor_ms": r(self.hbm_floor_ms),
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "ttft_ms": self.ttft_ms,
+            "tpot_ms": self.tpot_ms,
+            "hbm_floor_ms": self.hbm_floor_ms,
+            # The preferred tier's, then every configured tier's (one replica: every slice it occupies).
             "usd_per_hour": self.usd_per_hour,
-            "usd_per_million_output_tokens": r(self.usd_per_million_output_tokens, 4),
-            "usd_per_million_output_tokens_spot": r(self.usd_per_million_output_tokens_spot, 4),
-            "usd_per_million_output_tokens_flex_start": r(self.usd_per_million_output_tokens_flex_start, 4),
+            "usd_per_million_output_tokens": self.usd_per_million_output_tokens,
+            "prices": [
+                {
+                    "capacity": t.capacity,
+                    "usd_per_hour": t.usd_per_hour,
+                    "usd_per_million_output_tokens": self._per_million(t.usd_per_hour),
+                }
+                for t in self.prices
+            ],
             "meets_targets": self.meets_targets,
             "calibrated": self.calibrated,
+            "calibration": self.calibration,
             "refused_by_config": self.refused_by_config,
         }
 
@@ -245,6 +282,36 @@ def max_concurrent_sequences(p: Plan, context_tokens: int) -> int:
     if per_token <= 0:
         return 0
     return max(0, int(free // (per_token * context_tokens)))
+
+
+@dataclass(frozen=True)
+class KvRoom:
+    """What the KV cache the memory plan leaves holds, as the engine allocates it."""
+
+    sequences: int
+    tokens_per_sequence: int
+    """Tokens one sequence holds on average: with paging, ``input + output / 2`` (the steady state's
+    mean, half the answer written) rounded up to whole pages; without, ``max_target_length`` (a slot
+    is reserved whole)."""
+    page_tokens: int | None
+    """The engine's page (vLLM block) size; None: slots reserved whole (JetStream, Saxml)."""
+
+    def describe(self) -> str:
+        if self.page_tokens is None:
+            return f"{self.sequences} slots of {self.tokens_per_sequence} tokens"
+        return f"{self.sequences} sequences of ~{self.tokens_per_sequence} tokens in use ({self.page_tokens}-token pages)"
+
+
+def kv_room(p: Plan, s: Scenario) -> KvRoom:
+    """Sequences the KV cache holds: an engine that pages (vLLM) fits the pages in use, input plus
+    half the output on average, rounded up to its page size; one that reserves slots (JetStream's
+    decode slots, Saxml's batch) a whole ``max_target_length`` per sequence."""
+    pages = profile(p.sharding.engine, p.mode).kv_page_tokens
+    if pages is None:
+        return KvRoom(max_concurrent_sequences(p, p.max_target_length), p.max_target_length, None)
+    page = pages(p.max_target_length)
+    tokens = math.ceil((s.input_tokens + s.output_tokens / 2) / page) * page
+    return KvRoom(max_concurrent_sequences(p, tokens), tokens, page)
 
 
 def weight_read_bytes(arch: ModelArch, p: Plan) -> tuple[int, int]:
@@ -337,13 +404,14 @@ def step_times(
     collectives = _allreduce_seconds(arch, p, tokens, f) + _gather_seconds(p, f)
     handoff = 0.0
     if stages > 1:
-        handoff = tokens * arch.d_model * ACTIVATION_BYTES / DCN_BANDWIDTH_PER_HOST + f.dcn_latency_s
+        handoff = tokens * arch.d_model * ACTIVATION_BYTES / p.slice.dcn_bandwidth_per_host + f.dcn_latency_s
     return StepTimes(
         hbm=hbm,
         compute=stages * compute,
         collectives=stages * (collectives + handoff),
         overhead=f.step_overhead_s,
         hbm_floor=read / gen.hbm_bandwidth_per_chip,
+        overlap=f.overlap,
     )
 
 
@@ -361,7 +429,7 @@ def kv_handoff_seconds(p: Plan, s: Scenario, f: EfficiencyFactors) -> float:
     """A prompt's KV cache from the prefill slice to the decode slice over DCN: every host of the
     slice sends its chips' share at once."""
     total = s.input_tokens * kv_bytes_per_token_per_chip(p) * p.slice.chips
-    return total / (DCN_BANDWIDTH_PER_HOST * p.slice.hosts) + f.dcn_latency_s
+    return total / (p.slice.dcn_bandwidth_per_host * p.slice.hosts) + f.dcn_latency_s
 
 
 def estimate(
@@ -373,18 +441,23 @@ def estimate(
     region: str | None,
     perf_key: str,
     factors: EfficiencyFactors | None = None,
+    capacities: Sequence[str] = ("onDemand",),
 ) -> ServingEstimate:
     """The serving estimate of scenario ``s`` on planned slice ``p`` (one replica of ``server``:
     with disaggregation, ``p`` is each of its two slices), with the efficiency factors of row
     ``perf_key`` of the calibration table (``WorkloadKindInfo.perf_key``), or ``factors`` when given
-    (a calibration run trying other values; ``calibrated`` still says whether the row was)."""
+    (a calibration run trying other values; ``calibrated`` still says whether the row was), priced
+    at each of ``capacities`` (the stack's ``tpu.capacity`` types, preferred first)."""
+    if not capacities:
+        raise ValueError("an estimate is priced at one capacity type at least")
     if p.mode != "serve":
         raise PlanError(f"a serving estimate needs a serving plan, not {p.mode}", "engine")
     if perf_key not in FACTORS:  # a programming error: the config reports a kind's unknown key first
         raise ValueError(f"no efficiency factors for perf key {perf_key!r}; rows: {', '.join(sorted(FACTORS))}")
     f = factors if factors is not None else FACTORS[perf_key]
-    room = max_concurrent_sequences(p, s.input_tokens + s.output_tokens)
-    if room < 1:
+    kv = kv_room(p, s)
+    room = kv.sequences
+    if max_concurrent_sequences(p, s.input_tokens + s.output_tokens) < 1:
         raise PlanError(
             f"{p.slice.key}: the KV cache left after weights and reserve holds no sequence of "
             f"{s.input_tokens + s.output_tokens} tokens",
@@ -418,6 +491,7 @@ def estimate(
     ttft = request - (s.output_tokens - 1) * step.total  # queueing for prefill lands before the first token
     throughput = concurrency * s.output_tokens / request
     tpu = p.slice
+    status = calibration_of(perf_key, tpu.generation.name)
 
     def per_replica(price: float | None) -> float | None:
         return None if price is None else price * server.slices_per_replica
@@ -428,21 +502,21 @@ def estimate(
         server=server,
         concurrency=concurrency,
         kv_cache_sequences=room,
+        kv_room=kv,
         concurrency_limited_by=limited_by,
         decoding=decoding,
         step=step,
         ttft_s=ttft,
         output_tokens_per_s=throughput,
-        usd_per_hour=per_replica(tpu.hourly_price(region)),
-        usd_per_hour_spot=per_replica(tpu.hourly_price(region, spot=True)),
-        usd_per_hour_flex_start=per_replica(tpu.capacity_price(region, "flexStart")),
-        calibrated=perf_key in CALIBRATED_KEYS,
+        prices=tuple(TierPrice(c, per_replica(tpu.capacity_price(region, c))) for c in capacities),
+        calibrated=status.calibrated,
+        calibration=status.note,
     )
 
 
-def rank_key(e: ServingEstimate, *, spot: bool = False) -> tuple[bool, bool, float, float, int, str]:
-    """Best first: meets the targets, priced, lowest $ per million output tokens (on-demand, or
-    spot when ``spot``), then highest throughput, fewer hosts, slice key."""
-    cost = e.usd_per_million_output_tokens_spot if spot else e.usd_per_million_output_tokens
+def rank_key(e: ServingEstimate) -> tuple[bool, bool, float, float, int, str]:
+    """Best first: meets the targets, priced, lowest $ per million output tokens at the preferred
+    tier, then highest throughput, fewer hosts, slice key."""
+    cost = e.usd_per_million_output_tokens
     priced = cost if cost is not None else 0.0
     return (not e.meets_targets, cost is None, priced, -e.output_tokens_per_s, e.plan.slice.hosts, e.plan.slice.key)

@@ -126,9 +126,10 @@ class Plan:
     weight_dtype: str
     kv_dtype: str | None
     region: str | None = None
-    spot: bool = False
+    capacity: str = "onDemand"
+    """The capacity type (a ``tpu.capacity[].type``) the slice is priced at: the stack's preferred tier."""
     price_per_hour: float | None = None
-    """chips x per-chip price in ``region`` (spot price when ``spot``); None where uncatalogued."""
+    """chips x per-chip price of ``capacity`` in ``region``; None where uncatalogued."""
     kv_capacity_sequences: int | None = None
     """Serving: full-length sequences the HBM left after weights and reserve could cache."""
     arrays: Mapping[str, ArrayPlan] = field(default_factory=dict, repr=False)
@@ -136,6 +137,10 @@ class Plan:
     @property
     def fits(self) -> bool:
         return self.memory.fits
+
+    @property
+    def spot(self) -> bool:
+        return self.capacity == "spot"
 
     def to_dict(self, include_arrays: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -151,6 +156,7 @@ class Plan:
             },
             "region": self.region,
             "spot": self.spot,
+            "capacity_type": self.capacity,
             "price_per_hour": self.price_per_hour,
             "global_batch": self.global_batch,
             "max_target_length": self.max_target_length,

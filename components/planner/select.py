@@ -1,11 +1,12 @@
 """Choosing a slice: the cheapest that fits (``select_slice``; every fitting slice ranked, with
 the reasons the others were rejected: ``rank_slices``), the smallest that fits
 (``smallest_fitting_slice``), or a pinned slice verified with a fix when it does not
-(``verify_slice``). Prices are the catalog slice's (``TpuSlice.hourly_price``)."""
+(``verify_slice``). Prices are the catalog slice's at the stack's preferred capacity tier
+(``TpuSlice.capacity_price``: on-demand unless the caller names another ``tpu.capacity[].type``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..catalog.models import ModelArch
@@ -28,7 +29,7 @@ def _fitting(
     workload: Workload,
     candidates: Iterable[TpuSlice],
     region: str | None,
-    spot: bool,
+    capacity: str,
     min_margin_fraction: float = 0.0,
 ) -> tuple[list[Plan], list[str], set[PlanField]]:
     """(fitting plans, one reason per rejected slice, the ``PlanError.field`` of each rejection)."""
@@ -37,7 +38,7 @@ def _fitting(
     fields: set[PlanField] = set()
     for tpu in candidates:
         try:
-            p = plan(arch, tpu, workload, region=region, spot=spot)
+            p = plan(arch, tpu, workload, region=region, capacity=capacity)
         except PlanError as exc:
             rejected.append(f"{tpu.key}: {exc}")
             fields.add(exc.field)
@@ -75,14 +76,15 @@ def rank_slices(
     candidates: Iterable[TpuSlice] | None = None,
     *,
     region: str,
-    spot: bool = False,
+    capacity: str = "onDemand",
     generations: Iterable[str] | None = None,
     single_host_only: bool = False,
     min_margin_fraction: float = 0.0,
 ) -> Ranking:
-    """Every slice ``arch`` fits on, cheapest (chips x price per chip-hour in ``region``) first.
+    """Every slice ``arch`` fits on, cheapest (chips x price per chip-hour of ``capacity`` in
+    ``region``) first.
 
-    Slices without a price in ``region`` (or without a spot price when ``spot``) stay eligible
+    Slices without a price of ``capacity`` in ``region`` stay eligible
     but rank after every priced slice. Without ``generations`` or ``candidates``, only generations
     documented in ``region`` are considered. Raises PlanError when no candidate fits.
     """
@@ -100,7 +102,7 @@ def rank_slices(
         raise PlanError(
             f"no candidate slices for {arch.name} (generations={sorted(allowed or [])}, single_host_only={single_host_only})"
         )
-    fits, rejected, fields = _fitting(arch, workload, pool, region, spot, min_margin_fraction)
+    fits, rejected, fields = _fitting(arch, workload, pool, region, capacity, min_margin_fraction)
     if not fits:
         raise PlanError(
             f"no candidate slice fits {arch.name} ({workload.engine} {workload.mode}); "
@@ -116,7 +118,7 @@ def select_slice(
     candidates: Iterable[TpuSlice] | None = None,
     *,
     region: str,
-    spot: bool = False,
+    capacity: str = "onDemand",
     generations: Iterable[str] | None = None,
     single_host_only: bool = False,
     min_margin_fraction: float = 0.0,
@@ -127,7 +129,7 @@ def select_slice(
         workload,
         candidates,
         region=region,
-        spot=spot,
+        capacity=capacity,
         generations=generations,
         single_host_only=single_host_only,
         min_margin_fraction=min_margin_fraction,
@@ -142,29 +144,32 @@ def rank_by_token_cost(
     server: Callable[[TpuSlice], Server],
     region: str | None,
     perf_key: str,
-    spot: bool = False,
+    capacities: Sequence[str] = ("onDemand",),
 ) -> tuple[tuple[ServingEstimate, ...], tuple[str, ...]]:
     """(serving estimates of the fitting ``plans``, best first; one reason per plan that holds no
     sequence of the scenario). ``server`` gives the engine's batch limit and slices per replica on
     a slice (the stack's settings), ``perf_key`` its row of efficiency factors (the kind's). Best:
     meets the scenario's TTFT/TPOT targets, then the lowest $
-    per million output tokens (spot rate when ``spot``; unpriced last), then the highest throughput.
+    per million output tokens at the first of ``capacities`` (the stack's tiers, preferred first: each
+    estimate prices them all; unpriced last), then the highest throughput.
     Per replica: $ per token does not depend on the replica count, so replicas stay as configured."""
     estimates: list[ServingEstimate] = []
     rejected: list[str] = []
     for p in plans:
         try:
-            estimates.append(estimate(arch, p, scenario, server=server(p.slice), region=region, perf_key=perf_key))
+            estimates.append(
+                estimate(arch, p, scenario, server=server(p.slice), region=region, perf_key=perf_key, capacities=capacities)
+            )
         except PlanError as exc:
             rejected.append(str(exc))
-    return tuple(sorted(estimates, key=lambda e: rank_key(e, spot=spot))), tuple(rejected)
+    return tuple(sorted(estimates, key=rank_key)), tuple(rejected)
 
 
 def smallest_fitting_slice(
     arch: ModelArch, workload: Workload, candidates: Iterable[TpuSlice] | None = None, region: str | None = None
 ) -> Plan | None:
     """The fitting slice with the fewest chips (then cheapest), or None."""
-    fits, _, _ = _fitting(arch, workload, all_slices() if candidates is None else candidates, region, False)
+    fits, _, _ = _fitting(arch, workload, all_slices() if candidates is None else candidates, region, "onDemand")
     if not fits:
         return None
     return min(fits, key=lambda p: (p.slice.chips, *_rank_key(p)))
@@ -176,7 +181,7 @@ def verify_slice(
     tpu: TpuSlice,
     *,
     region: str | None = None,
-    spot: bool = False,
+    capacity: str = "onDemand",
     alternatives: Iterable[TpuSlice] | None = None,
 ) -> Plan:
     """The plan for a pinned slice, or a PlanError naming the need, the HBM and a slice that fits.
@@ -196,7 +201,7 @@ def verify_slice(
         return f"smallest slice that fits: {best.slice.key} ({best.slice.chips} chips, {best.memory.total / GB:.2f} GB per chip)"
 
     try:
-        p = plan(arch, tpu, workload, region=region, spot=spot)
+        p = plan(arch, tpu, workload, region=region, capacity=capacity)
     except PlanError as exc:
         raise PlanError(f"{exc}; {suggestion(fitting())}", exc.field) from None
     if not p.fits:

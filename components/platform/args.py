@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
 from ..config.environments import ENVIRONMENTS, Environment
-from ..config.errors import NAMESPACE, Violation, spec_violations
+from ..config.errors import NAMESPACE, Violation, not_allowed, quoted_values, spec_violations
 from ..config.platform import ClusterSpec, IdentitySpec
 from ..config.tpu_spec import TpuSpec
 
@@ -287,7 +287,7 @@ def _type_violation(f: dataclasses.Field[Any], hint: Any, value: Any, error: Val
             return None
         key = ".".join([f.name, *(str(p) for p in errors[0]["loc"])])
         allowed = " or ".join(str((e.get("ctx") or {}).get("expected")) for e in errors)
-        return Violation(key, errors[0]["input"], "is not an allowed value", allowed, "use an allowed value")
+        return not_allowed(key, errors[0]["input"], allowed, quoted_values(allowed))
     expected = _written(f)
     fix = f"pass a value of type {expected}"
     # pydantic locates an element's error by its key or index first (then by union member).

@@ -70,12 +70,35 @@ def addons_config(args: GkeClusterArgs) -> gcp.container.ClusterAddonsConfigArgs
         ray_operator_configs=(
             [gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(enabled=True)] if "rayOperator" in args.addons else None
         ),
+        # Multi-Tier Checkpointing (GKE docs "Train ... with Multi-Tier Checkpointing": --addons=HighScaleCheckpointing);
+        # stated only where a kind opts in, so other clusters' plans stay as they were.
+        high_scale_checkpointing_config=(
+            gcp.container.ClusterAddonsConfigHighScaleCheckpointingConfigArgs(enabled=True)
+            if "highScaleCheckpointing" in args.addons
+            else None
+        ),
+        # GKE's Gateway controller needs HTTP load balancing (GKE "Deploying Gateways", requirements). It is
+        # on by default (Optional+Computed, resource_container_cluster.go:359), so it is stated only where a
+        # gateway relies on it: other stacks' plans stay as they were.
+        http_load_balancing=(
+            gcp.container.ClusterAddonsConfigHttpLoadBalancingArgs(disabled=False) if args.gateway_api else None
+        ),
         # Calico's control-plane half: the provider sends addons_config before network_policy in one
         # update (resource_container_cluster.go:4158, :4768), as GKE requires.
         network_policy_config=(
             gcp.container.ClusterAddonsConfigNetworkPolicyConfigArgs(disabled=False) if uses_calico(args) else None
         ),
     )
+
+
+def gateway_api_config(args: GkeClusterArgs) -> gcp.container.ClusterGatewayApiConfigArgs | None:
+    """GKE's Gateway API controller on its standard channel when the stack serves through a gateway.
+    Unset otherwise: the field is Optional+Computed upstream (terraform-provider-google-beta
+    container/resource_container_cluster.go:2774, no ForceNew), so a cluster without it keeps what it
+    has and one that gets it is updated in place (``DesiredGatewayApiConfig``, :5469)."""
+    if not args.gateway_api:
+        return None
+    return gcp.container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD")
 
 
 def datapath_provider(args: GkeClusterArgs) -> str | None:
@@ -95,6 +118,17 @@ def monitoring_config() -> gcp.container.ClusterMonitoringConfigArgs:
         enable_components=["SYSTEM_COMPONENTS"],
         managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
     )
+
+
+def pod_autoscaling(args: GkeClusterArgs) -> gcp.container.ClusterPodAutoscalingArgs | None:
+    """The HPA performance profile where a workload autoscales through GKE's AutoscalingMetric (GKE "Autoscale
+    workloads using metrics": custom Pod metrics need it). Unset otherwise: pod_autoscaling is Optional+Computed
+    with no ForceNew upstream (terraform-provider-google-beta container/resource_container_cluster.go:1922), so
+    a cluster without it keeps GKE's value, and one that gets it is updated in place (UpdateClusterRequest
+    DesiredPodAutoscaling, :5192)."""
+    if "hpaPerformanceProfile" not in args.addons:
+        return None
+    return gcp.container.ClusterPodAutoscalingArgs(hpa_profile="PERFORMANCE")
 
 
 # Hardening (config.ClusterHardeningSpec): each setting is updated in place on a live cluster.

@@ -10,7 +10,8 @@ Choices, and why (the fields are decided by pure functions of the Args in
   needs a non-TPU pool for kube-system and controllers, and the default pool cannot be managed
   without perpetual diffs.
 * Workload Identity is always on (``<project>.svc.id.goog``) so pods never need key files.
-* Add-ons (GCS FUSE CSI, Ray operator) are enabled only when the stack's workload needs them.
+* Add-ons (GCS FUSE CSI, Ray operator) are enabled only when the stack's workload needs them, and
+  the Gateway API controller (with HTTP load balancing) only when its front door is a gateway.
 * The kubeconfig uses ``gke-gcloud-auth-plugin`` (no static credentials) and is a secret output.
   While the cluster does not exist yet its endpoint is unknown, so the Kubernetes provider is
   unknown too and pulumi-kubernetes previews the in-cluster objects without contacting a server.
@@ -63,6 +64,9 @@ from .identity import NodeServiceAccount, NodeServiceAccountArgs
 ADDONS: Mapping[str, str] = {
     "gcsFuseCsiDriver": "Cloud Storage FUSE CSI driver (pods mount buckets as volumes)",
     "rayOperator": "GKE's managed Ray operator (RayCluster, RayJob)",
+    "hpaPerformanceProfile": "the HPA performance profile (pod_autoscaling.hpa_profile PERFORMANCE), which GKE's "
+    "AutoscalingMetric (autoscaling.gke.io) needs; updated in place on a live cluster",
+    "highScaleCheckpointing": "GKE's Multi-Tier Checkpointing (HighScaleCheckpointing: RAM-disk CSI driver, replicator)",
 }
 """The GKE add-ons ``GkeClusterArgs.addons`` can enable, beyond what every cluster gets."""
 
@@ -168,9 +172,7 @@ class GkeClusterArgs:
             extra=f"Also labels the cluster {ALLOW_REPLACE_LABEL}=true, which the policy pack reads.",
         ),
     )
-    dataplane: Dataplane = field(
-        default=default_of(ClusterSpec, "dataplane"), metadata=meta(ClusterSpec, "dataplane")
-    )
+    dataplane: Dataplane = field(default=default_of(ClusterSpec, "dataplane"), metadata=meta(ClusterSpec, "dataplane"))
     system_machine_type: str = field(default=default_of(SystemPoolSpec, "machine_type"), metadata=_system("machine_type"))
     system_allow_undocumented_machine_type: bool = field(
         default=default_of(SystemPoolSpec, "allow_undocumented_machine_type"),
@@ -195,6 +197,18 @@ class GkeClusterArgs:
             "GKE add-ons to enable: "
             + "; ".join(f"{key}: {text}" for key, text in ADDONS.items())
             + ". The stack program enables those its workload kind declares."
+        ),
+    )
+    gateway_api: bool = field(
+        default=False,
+        metadata=own(
+            "Enable GKE's Gateway API controller (gateway_api_config channel CHANNEL_STANDARD) with the HTTP load "
+            "balancing add-on it needs, for Gateways and InferencePools (GKE Inference Gateway). Both are updated in "
+            "place on a live cluster (UpdateClusterRequest, no replacement); turning it off again leaves the "
+            "controller on (the field is computed upstream). The pinned version must be at least "
+            "components.config.front_door.GKE_VERSION_FLOOR, from which GKE installs the Gateway API and "
+            "InferencePool CRDs. The stack program sets it when the workload's front door is a gateway "
+            "(workload.frontDoor.type)."
         ),
     )
     labels: Mapping[str, str] = field(
@@ -224,6 +238,7 @@ class GkeClusterArgs:
         unknown = sorted(set(self.addons) - set(ADDONS))
         if unknown:
             found.append(rule("addons", unknown, "are not add-ons this component enables", ", ".join(ADDONS), "remove them"))
+        found += rules.inference_gateway_version_rules("version", self.version, self.gateway_api)
         found += rules.label_rules("labels", self.labels)
         check(self, violations(found))
 
@@ -291,9 +306,11 @@ class GkeCluster(pulumi.ComponentResource):
             min_master_version=args.version,
             workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(workload_pool=f"{args.project}.svc.id.goog"),
             addons_config=settings.addons_config(args),
+            gateway_api_config=settings.gateway_api_config(args),
             datapath_provider=settings.datapath_provider(args),
             network_policy=settings.network_policy(args),
             monitoring_config=settings.monitoring_config(),
+            pod_autoscaling=settings.pod_autoscaling(args),
             enable_shielded_nodes=args.shielded_nodes,
             private_cluster_config=settings.private_cluster_config(args),
             master_authorized_networks_config=settings.master_authorized_networks(args),

@@ -26,6 +26,7 @@ _TYPED: Mapping[tuple[str, str], Any] = {
     ("autoscaling/v2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2.HorizontalPodAutoscaler,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
     ("apiregistration.k8s.io/v1", "APIService"): k8s.apiregistration.v1.APIService,
     ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,

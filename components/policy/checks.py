@@ -35,6 +35,7 @@ from ..catalog.pinning import image_problem, tag_problem
 from .exposure_checks import (
     check_firewall,
     check_ingress_and_gateway,
+    check_public_gateway_iap,
     check_public_load_balancer,
     check_routes,
 )
@@ -133,6 +134,8 @@ LABELLED_TYPES: Mapping[str, tuple[str, ...]] = {
     "gcp:container/nodePool:NodePool": ("nodeConfig", "resourceLabels"),
     "gcp:storage/bucket:Bucket": ("labels",),
     "gcp:artifactregistry/repository:Repository": ("labels",),
+    "gcp:certificatemanager/certificate:Certificate": ("labels",),
+    "gcp:certificatemanager/dnsAuthorization:DnsAuthorization": ("labels",),
 }
 """GCP resource types the project registers that carry labels, and where (a test holds every stack's
 labelled resources to this table)."""
@@ -473,7 +476,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "no-public-ingress-or-gateway",
-        "Ingresses and Gateways (and their patches) are of an internal class.",
+        "Ingresses (and their patches) are of an internal class; so are Gateways, except GKE external ones that "
+        "serve HTTPS only and take routes from their own namespace (their backends must be behind IAP).",
         "mandatory",
         check_ingress_and_gateway,
     ),
@@ -492,12 +496,61 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
+AVAILABILITY_ALERT = ("gke-tpu-llm-alert", "availability")
+"""User label of the stack's "no ready serving endpoint" alert policy (components/render/dashboards.py)."""
+_NOT_SERVING_NAMESPACES = frozenset({"custom-metrics", "kube-system"})  # cluster add-ons' Services
+
+
+def _serves(res: Resource) -> bool:
+    """A model endpoint: a Gateway, or a Service with a cluster address outside the add-ons' namespaces
+    (headless Services only name pods of a job)."""
+    kind = k8s_kind(res.type)
+    if kind is None or kind.kind not in ("Gateway", "Service"):
+        return False
+    if kind.kind == "Gateway":
+        return True
+    namespace = get(get(res.props, "metadata"), "namespace")
+    return namespace not in _NOT_SERVING_NAMESPACES and get(get(res.props, "spec"), "clusterIP") != "None"
+
+
+def check_prod_availability_alert(resources: Sequence[Resource]) -> list[tuple[Resource, str]]:
+    """A prod stack that serves has an enabled alert policy labelled as its availability alert."""
+    serving = [r for r in resources if _serves(r) and is_prod(r)]
+    if not serving:
+        return []
+    key, value = AVAILABILITY_ALERT
+    for res in resources:
+        if res.type == "gcp:monitoring/alertPolicy:AlertPolicy" and res.props.get("enabled") is not False:
+            if as_mapping(res.props.get("userLabels")).get(key) == value:
+                return []
+    return [
+        (
+            serving[0],
+            f"a prod serving stack needs its availability alert (an enabled AlertPolicy labelled {key}={value}): keep "
+            "gke-tpu-llm:observability.enabled on",
+        )
+    ]
+
+
 STACK_RULES: tuple[StackRule, ...] = (
     StackRule(
         "routes-attach-to-stack-gateways",
         "Gateway API routes attach only to Gateways the stack declares (which the Gateway rule checks).",
         "mandatory",
         check_routes,
+    ),
+    StackRule(
+        "public-gateways-behind-iap",
+        "Every backend a route of a public GKE Gateway reaches is behind Identity-Aware Proxy (GCPBackendPolicy "
+        "default.iap enabled with an OAuth client id and secret), and no policy on it switches IAP off.",
+        "mandatory",
+        check_public_gateway_iap,
+    ),
+    StackRule(
+        "prod-serving-availability-alert",
+        "A prod stack that serves a model has an enabled Cloud Monitoring alert policy for 'no ready serving endpoint'.",
+        "mandatory",
+        check_prod_availability_alert,
     ),
 )
 

@@ -1,6 +1,7 @@
 """Policy rules on what a stack exposes: public load balancers and VPC firewalls admit a bounded,
-summed public address space and are authenticated; Ingresses and Gateways are internal; routes
-attach only to the stack's own Gateways. Registered by ``components.policy.checks`` (``RULES``,
+summed public address space and are authenticated; Ingresses are internal; Gateways are internal, or
+GKE external ones serving HTTPS only with every backend their routes reach behind Identity-Aware
+Proxy; routes attach only to the stack's own Gateways. Registered by ``components.policy.checks`` (``RULES``,
 ``STACK_RULES``); the module docstring there says how rules read a resource.
 """
 
@@ -185,12 +186,21 @@ INTERNAL_GATEWAY_CLASSES = frozenset({"gke-l7-rilb", "gke-l7-rilb-mc", "gke-l7-c
 """GKE's internal GatewayClasses (GKE "GatewayClass capabilities"). The external ones
 (``gke-l7-global-external-managed``, ``gke-l7-regional-external-managed``, ``gke-l7-gxlb`` and
 their ``-mc`` forms) and any class of another controller count as public."""
+IAP_GATEWAY_CLASSES = frozenset({"gke-l7-global-external-managed", "gke-l7-regional-external-managed", "gke-l7-gxlb"})
+"""GKE's single-cluster external GatewayClasses, whose backends GKE can put behind Identity-Aware Proxy
+(``GCPBackendPolicy`` ``default.iap``, GKE "Configure Gateway resources using Policies"). A Gateway of
+one of them is allowed with HTTPS listeners only and IAP on every backend (``check_public_gateway_iap``);
+every other non-internal class (multi-cluster ``-mc`` forms, other controllers) is refused: the pack
+cannot see what authenticates it."""
 GATEWAY_GROUP = "gateway.networking.k8s.io"
+INFERENCE_GROUP = "inference.networking.k8s.io"
+GKE_POLICY_GROUP = "networking.gke.io"
 ROUTE_KINDS = frozenset({"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"})
 _EXPOSE_INSTEAD = (
-    "the pack cannot check who reaches a public Ingress or Gateway (its Cloud Armor policy and IAP live in other "
-    "objects), so expose a model through a LoadBalancer Service (loadBalancerSourceRanges + the "
-    f"{AUTH_ANNOTATION} marker) or keep it internal"
+    "the pack cannot check who reaches a public Ingress or Gateway of this class (its Cloud Armor policy and IAP "
+    "live in other objects), so expose a model through a LoadBalancer Service (loadBalancerSourceRanges + the "
+    f"{AUTH_ANNOTATION} marker), a GKE external Gateway ({', '.join(sorted(IAP_GATEWAY_CLASSES))}) behind "
+    "Identity-Aware Proxy, or keep it internal"
 )
 
 
@@ -219,11 +229,38 @@ def check_ingress_and_gateway(res: Resource) -> list[str]:
             return []  # metadata only, or a class unknown during preview
         if gateway_class in INTERNAL_GATEWAY_CLASSES:
             return []
+        if gateway_class in IAP_GATEWAY_CLASSES and not kind.patch:
+            return _public_listener_problems(spec)
         return [
             f"Gateway of class {gateway_class!r} is public (internal classes: {', '.join(sorted(INTERNAL_GATEWAY_CLASSES))}); "
             f"{_EXPOSE_INSTEAD}"
         ]
     return []
+
+
+def _public_listener_problems(spec: Any) -> list[str]:
+    """A public Gateway terminates TLS on every listener (IAP's sign-in and the model's prompts never
+    cross the internet in clear text) and takes routes from its own namespace only (a route of another
+    namespace, from another stack, would reach backends this stack's IAP policies do not cover)."""
+    out = []
+    for i, listener in indexed(get(spec, "listeners")):
+        protocol = get(listener, "protocol")
+        if "protocol" in list(as_mapping(listener)) and protocol is None:
+            continue  # unknown during preview
+        mode = get(get(listener, "tls"), "mode")
+        if protocol != "HTTPS" or mode not in (None, "Terminate"):
+            shown = f"{protocol}" + (f" (tls.mode {mode})" if mode not in (None, "Terminate") else "")
+            out.append(
+                f"spec.listeners[{i}] of a public Gateway is {shown}: serve HTTPS only (protocol HTTPS, TLS terminated "
+                "at the load balancer with a certificate), never plain HTTP"
+            )
+        allowed = get(get(get(listener, "allowedRoutes"), "namespaces"), "from")
+        if allowed not in (None, "Same"):
+            out.append(
+                f"spec.listeners[{i}].allowedRoutes.namespaces.from is {allowed!r}: a public Gateway takes routes from its "
+                "own namespace only (Same), so every route it serves is one this stack declares and checks for IAP"
+            )
+    return out
 
 
 def _k8s_name(res: Resource) -> tuple[str, str]:
@@ -266,6 +303,92 @@ def check_routes(resources: Sequence[Resource]) -> list[tuple[Resource, str]]:
                         f"spec.parentRefs[{i}] attaches {kind.kind} to Gateway {'/'.join(filter(None, target))!r}, "
                         "which this stack does not declare: the pack cannot tell whether it is public; declare the "
                         "Gateway (of an internal class) in the stack",
+                    )
+                )
+    return out
+
+
+def _iap_enabled(policy: Resource) -> bool:
+    iap = get(get(get(policy.props, "spec"), "default"), "iap")
+    secret = get(get(iap, "oauth2ClientSecret"), "name")
+    client = get(iap, "clientID")
+    return get(iap, "enabled") is True and isinstance(client, str) and bool(client) and isinstance(secret, str) and bool(secret)
+
+
+def _backend_policies(resources: Sequence[Resource]) -> dict[tuple[str, str, str, str], list[Resource]]:
+    """GCPBackendPolicies (not patches) by the (group, kind, namespace, name) of their target."""
+    out: dict[tuple[str, str, str, str], list[Resource]] = {}
+    for res in resources:
+        kind = k8s_kind(res.type)
+        if kind is None or (kind.group, kind.kind) != (GKE_POLICY_GROUP, "GCPBackendPolicy") or kind.patch:
+            continue
+        namespace, _ = _k8s_name(res)
+        target = get(get(res.props, "spec"), "targetRef")
+        key = (
+            str(get(target, "group") or ""),
+            str(get(target, "kind") or ""),
+            str(get(target, "namespace") or namespace),
+            str(get(target, "name") or ""),
+        )
+        out.setdefault(key, []).append(res)
+    return out
+
+
+def check_public_gateway_iap(resources: Sequence[Resource]) -> list[tuple[Resource, str]]:
+    """Every backend that a route attached to a public GKE Gateway (``IAP_GATEWAY_CLASSES``) reaches, an
+    InferencePool or a Service, is the target of a GCPBackendPolicy with ``default.iap.enabled: true``, a
+    ``clientID`` and an ``oauth2ClientSecret``, and of no policy without them (GKE's conflict resolution
+    between two policies on one target is not documented, so a second one could switch IAP off). A
+    name or class unknown during preview leaves the rule undecided there; the update analyzes it again."""
+    public = set()
+    for res in resources:
+        kind = k8s_kind(res.type)
+        if kind is None or (kind.group, kind.kind) != (GATEWAY_GROUP, "Gateway") or kind.patch:
+            continue
+        gateway_class = get(get(res.props, "spec"), "gatewayClassName")
+        if not isinstance(get(get(res.props, "metadata"), "name"), str) or gateway_class is None:
+            return []
+        if gateway_class in IAP_GATEWAY_CLASSES:
+            public.add(_k8s_name(res))
+    policies = _backend_policies(resources)
+    out = []
+    for res in resources:
+        kind = k8s_kind(res.type)
+        if kind is None or kind.group != GATEWAY_GROUP or kind.kind not in ROUTE_KINDS:
+            continue
+        namespace, _ = _k8s_name(res)
+        spec = get(res.props, "spec")
+        parents = [
+            (str(get(ref, "namespace") or namespace), get(ref, "name"))
+            for _, ref in indexed(get(spec, "parentRefs"))
+            if (get(ref, "kind") or "Gateway") == "Gateway" and get(ref, "group") in (None, GATEWAY_GROUP)
+        ]
+        exposed = [f"{ns}/{name}" for ns, name in parents if (ns, name) in public]
+        if not exposed:
+            continue
+        for i, rule in indexed(get(spec, "rules")):
+            for j, ref in indexed(get(rule, "backendRefs")):
+                name = get(ref, "name")
+                if not isinstance(name, str):
+                    continue  # required by the API; unknown during preview
+                group = str(get(ref, "group") or "")
+                ref_kind = str(get(ref, "kind") or "Service")
+                key = (group, ref_kind, str(get(ref, "namespace") or namespace), name)
+                found = policies.get(key, [])
+                if found and all(_iap_enabled(p) for p in found):
+                    continue
+                why = (
+                    "no GCPBackendPolicy targets it"
+                    if not found
+                    else "a GCPBackendPolicy targeting it does not enable IAP with a clientID and an oauth2ClientSecret"
+                )
+                out.append(
+                    (
+                        res,
+                        f"spec.rules[{i}].backendRefs[{j}] sends public Gateway {', '.join(exposed)}'s traffic to "
+                        f"{ref_kind} {key[2]}/{name} without Identity-Aware Proxy: {why}; add a GCPBackendPolicy "
+                        "(networking.gke.io/v1) targeting it with default.iap {enabled: true, clientID, "
+                        "oauth2ClientSecret: {name}}, or make the Gateway internal",
                     )
                 )
     return out

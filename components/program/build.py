@@ -21,7 +21,14 @@ from ..config import naming
 from ..config.naming import node_gsa_display_name
 from ..config.stack import StackConfig
 from ..crds.releases import CONTROLLERS
-from ..platform.addons import Addon, capacity_scheduling, metrics_adapter
+from ..platform.addons import (
+    Addon,
+    capacity_scheduling,
+    inference_gateway,
+    metrics_adapter,
+    multi_tier_checkpointing,
+    observability,
+)
 from ..platform.gke import ADDONS as GKE_ADDONS
 from ..platform.gke import GkeCluster, GkeClusterArgs
 from ..platform.identity import (
@@ -35,7 +42,7 @@ from ..platform.storage import StackBucket, StackBucketArgs
 from ..platform.tpu_pool import Autoscaling, TpuSlicePool, TpuSlicePoolArgs
 from ..render.tiers import pool_scheduling
 
-ADDONS: tuple[Addon, ...] = (capacity_scheduling, metrics_adapter)
+ADDONS: tuple[Addon, ...] = (capacity_scheduling, metrics_adapter, inference_gateway, multi_tier_checkpointing, observability)
 """The add-on modules the program wires, in order (``components.platform.addons``). Capacity
 scheduling comes first: it attaches to every Kubernetes object registered after it."""
 
@@ -97,6 +104,8 @@ def cluster_args(config: StackConfig) -> GkeClusterArgs:
         authorized_networks=hardening.authorized_networks,
         binary_authorization=hardening.binary_authorization,
         addons=gke_addons(config),
+        # GKE's Gateway controller (and HTTP load balancing) for a gateway front door; updated in place.
+        gateway_api=config.workload.front_door.gateway,
         labels=config.labels,
         # Every stack's nodes run as <stack>-tpu-nodes, the account GCE_METADATA stacks had first.
         node_service_account=NodeServiceAccountArgs(
@@ -219,9 +228,7 @@ def build_addons(config: StackConfig, platform: Platform) -> Mapping[str, pulumi
     if problem is not None:  # a kind package's mistake (tests/test_addons.py), never dropped silently
         raise ValueError(problem)
     installed = {
-        addon.NAME: addon.install(
-            config, cluster=platform.cluster, namespace_ready=[platform.identity], pools=platform.pools
-        )
+        addon.NAME: addon.install(config, cluster=platform.cluster, namespace_ready=[platform.identity], pools=platform.pools)
         for addon in ADDONS
         if addon.needed(config)
     }

@@ -1,7 +1,7 @@
 """What the running Pulumi program reads from the engine: its stack name and config, validated.
 
 Kept out of ``components.config`` so the config package stays pure (no Pulumi SDK): the offline
-tools parse stack files with ``components.config.loader.parse_full_config``; the real program and
+tools parse stack files with ``components.config.resolve.validated``; the real program and
 the mock engine run this.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 
 from ..config.errors import NAMESPACE
-from ..config.loader import parse_full_config
+from ..config.resolve import validated
 from ..config.stack import StackConfig
 from ..config.stack_files import check_isolation
 from . import pulumi_internals
@@ -47,7 +47,8 @@ def load_stack_config() -> StackConfig:
     """The stack config of the running Pulumi program (the root ``__main__.py``): validated, or one
     ``ConfigError`` listing every problem, including a name, Workload Identity namespace or prod
     project it would share with another stack file in ``stacks/`` (checked before anything registers)."""
-    config = parse_full_config(raw_config_from_runtime(), pulumi.get_stack(), secret_keys_from_runtime())
+    # ``validated``: as ``plan`` does, a wrong machine type is reported with its topology's root cause.
+    config = validated(raw_config_from_runtime(), pulumi.get_stack(), secret_keys_from_runtime())
     check_isolation(config)
     return config
 

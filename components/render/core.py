@@ -93,6 +93,16 @@ _BUILTIN_TEMPLATE_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "Rep
 """Built-in kinds with one pod template at ``spec.template``."""
 
 
+def override_value(value: object) -> str:
+    """A ``key=value`` override's value as MaxText's config parser reads it: lower-case booleans and
+    whole floats without a decimal point (``per_device_batch_size=2``, not ``2.0``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def pod_template_paths(obj: Mapping[str, Any]) -> list[tuple[str | int, ...]]:
     """Paths (keys and list indexes) to every pod template in a rendered object, built-in or CRD.
 

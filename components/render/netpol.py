@@ -126,12 +126,22 @@ class PortNames:
 
 
 @dataclass(frozen=True)
+class PortNamesAndRange:
+    """Container ports by name plus one numeric range (a policy ``port`` with ``endPort``): sockets a
+    runtime binds to port 0 land in the kernel's ephemeral range, which no container port can name."""
+
+    names: tuple[str, ...]
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
 class _AllPorts:
     """Every port, declared or not (runtimes that open ports of their own choosing)."""
 
 
 ALL_PORTS: Final = _AllPorts()
-PortSelection = PortNames | _AllPorts
+PortSelection = PortNames | PortNamesAndRange | _AllPorts
 
 
 @dataclass(frozen=True)
@@ -273,6 +283,11 @@ def _resolve_ports(templates: Sequence[PodTemplate], selection: PortSelection) -
     """Policy ``ports`` for a selection against the receiving pods (None = every port)."""
     if isinstance(selection, _AllPorts):
         return None
+    extra = (
+        [{"protocol": "TCP", "port": selection.first, "endPort": selection.last}]
+        if isinstance(selection, PortNamesAndRange)
+        else []
+    )
     declared = [p for t in templates for p in t.ports]
     chosen = []
     for name in selection.names:
@@ -280,7 +295,7 @@ def _resolve_ports(templates: Sequence[PodTemplate], selection: PortSelection) -
         if not match:
             raise NetworkPolicyError(f"no container port named {name!r} on {[t.owner for t in templates]}")
         chosen += match
-    return _unique([_port(int(p["containerPort"]), p.get("protocol")) for p in chosen])
+    return _unique([*(_port(int(p["containerPort"]), p.get("protocol")) for p in chosen), *extra])
 
 
 def _unique(ports: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

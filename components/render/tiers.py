@@ -272,7 +272,7 @@ def _quota(cpu: str, memory: str, tpu: int) -> list[dict[str, Any]]:
     return [
         {"name": "cpu", "nominalQuota": cpu},
         {"name": "memory", "nominalQuota": memory},
-        {"name": TPU_RESOURCE, "nominalQuota": tpu},
+        {"name": TPU_RESOURCE, "nominalQuota": str(tpu)},  # a quantity: a string, as cpu and memory
     ]
 
 

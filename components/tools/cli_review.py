@@ -1,14 +1,58 @@
 """The commands that read recorded documents rather than plan a stack: ``review BASE HEAD`` (two
 ``plan --json`` documents, or a ``pulumi stack export`` and a plan) and ``teardown --state FILE``
 (components/README-day2.md).
+
+``review`` prints the pull-request comment (GitHub Markdown) where its output is piped or redirected, as
+the workflows do, and renders it for the terminal when stdout is one (``--format`` overrides either way).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
+
+_ALERT = re.compile(r"^> \[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]$")
+_SUMMARY = re.compile(r"^<details><summary>(.*)</summary>$")
+
+
+def terminal_markdown(comment: str) -> str:
+    """The comment without what only GitHub renders: the marker (an HTML comment), alert headers
+    (``> [!WARNING]``, a label here) and ``<details>`` folds (their summary becomes a heading line)."""
+    from .review import COMMENT_MARKER
+
+    lines: list[str] = []
+    for line in comment.splitlines():
+        if line == COMMENT_MARKER or line == "</details>":
+            continue
+        if alert := _ALERT.match(line):
+            line = f"> **{alert.group(1).capitalize()}:**"
+        elif summary := _SUMMARY.match(line):
+            line = f"**{summary.group(1)}:**"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def print_comment(comment: str, output_format: str | None) -> None:
+    """``markdown``: the comment as is; ``terminal``: rendered with rich (colour off under NO_COLOR,
+    rich's own rule); None: terminal when stdout is one. Without rich (the program-only virtualenv of
+    requirements.lock) the Markdown is printed."""
+    terminal = output_format == "terminal" or (output_format is None and sys.stdout.isatty())
+    if terminal:
+        try:
+            from rich.console import Console
+            from rich.markdown import Markdown
+        except ImportError:
+            terminal = False
+    if not terminal:
+        print(comment, end="")
+        return
+    # ansi_dark: the terminal's own palette for the diff, no painted background behind it.
+    Console(force_terminal=True if output_format == "terminal" else None).print(
+        Markdown(terminal_markdown(comment), code_theme="ansi_dark")
+    )
 
 
 def _json_document(path: str) -> dict[str, Any]:
@@ -24,7 +68,7 @@ def _json_document(path: str) -> dict[str, Any]:
     return document
 
 
-def review(base_path: str, head_path: str, stack: str | None) -> int:
+def review(base_path: str, head_path: str, stack: str | None, *, output_format: str | None = None) -> int:
     """``review BASE HEAD``: the review comment of two recorded documents; exit 2 when the engine would refuse."""
     from .review import REFUSED_EXIT, DocumentError, compare, isolation_problems, load_side, render_comment
 
@@ -41,7 +85,7 @@ def review(base_path: str, head_path: str, stack: str | None) -> int:
     except DocumentError as error:
         print(f"review: {error}", file=sys.stderr)
         return 2
-    print(render_comment(changes, head), end="")
+    print_comment(render_comment(changes, head), output_format)
     refused = [c.stack for c in changes if c.refused]
     shared = isolation_problems(head)
     if shared:

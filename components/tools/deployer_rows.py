@@ -182,6 +182,74 @@ GCP_ROWS: tuple[Row, ...] = (
         note="tpu7x multi-host pools only (their workload policy)",
     ),
     Row(
+        "gcp:compute/subnetwork:Subnetwork",
+        # Update expands the range (expandIpCidrRange) and PATCHes purpose, role and the rest; each
+        # call waits on a region operation. The network is referenced by name only (no call on it).
+        create=("compute.subnetworks.create", "compute.regionOperations.get"),
+        read=("compute.subnetworks.get",),
+        update=(
+            "compute.subnetworks.get",
+            "compute.subnetworks.update",
+            "compute.subnetworks.expandIpCidrRange",
+            "compute.regionOperations.get",
+        ),
+        delete=("compute.subnetworks.delete", "compute.regionOperations.get"),
+        source=f"{TF}compute/resource_compute_subnetwork.go:1077 POST, :1160 GET, :1283 POST expandIpCidrRange, "
+        f":1420-1825 PATCH, :1884 DELETE; compute/compute_operation.go:107 regions/.../operations; {IAM_MAP} "
+        "(compute.subnetworks.insert, .get, .patch, .expandIpCidrRange, .delete)",
+        note="a gateway front door's proxy-only subnet, with workload.frontDoor.proxySubnet.create only",
+    ),
+    Row(
+        "gcp:certificatemanager/dnsAuthorization:DnsAuthorization",
+        create=("certificatemanager.dnsauthorizations.create", "certificatemanager.operations.get"),
+        read=("certificatemanager.dnsauthorizations.get",),
+        update=(
+            "certificatemanager.dnsauthorizations.get",
+            "certificatemanager.dnsauthorizations.update",
+            "certificatemanager.operations.get",
+        ),
+        delete=("certificatemanager.dnsauthorizations.delete", "certificatemanager.operations.get"),
+        source=f"{TF}certificatemanager/resource_certificate_manager_dns_authorization.go:324 POST, :407 GET, :562 PATCH, "
+        f":627 DELETE (each waits on CertificateManagerOperationWaitTime); {IAM_MAP}",
+        note="the public gateway's certificate (workload.frontDoor.exposure: public) only",
+    ),
+    Row(
+        "gcp:certificatemanager/certificate:Certificate",
+        # A managed certificate names its DNS authorizations, which Certificate Manager checks the
+        # caller may use (certificatemanager.dnsauthorizations.use, held by the roles that create them).
+        create=(
+            "certificatemanager.certs.create",
+            "certificatemanager.dnsauthorizations.use",
+            "certificatemanager.operations.get",
+        ),
+        read=("certificatemanager.certs.get",),
+        update=("certificatemanager.certs.get", "certificatemanager.certs.update", "certificatemanager.operations.get"),
+        delete=("certificatemanager.certs.delete", "certificatemanager.operations.get"),
+        source=f"{TF}certificatemanager/resource_certificate_manager_certificate.go:480 POST, :563 GET, :728 PATCH, "
+        f":793 DELETE (each waits on CertificateManagerOperationWaitTime); {IAM_MAP}",
+        note="the public gateway's certificate (workload.frontDoor.exposure: public) only",
+    ),
+    Row(
+        "gcp:monitoring/dashboard:Dashboard",
+        create=("monitoring.dashboards.create",),
+        read=("monitoring.dashboards.get",),
+        update=("monitoring.dashboards.get", "monitoring.dashboards.update"),
+        delete=("monitoring.dashboards.delete",),
+        source=f"{TF}monitoring/resource_monitoring_dashboard.go:148 POST, :185 GET, :246 PATCH, :284 DELETE; {IAM_MAP} "
+        "(projects.dashboards.create/get/patch/delete)",
+        note="the stack's dashboard (gke-tpu-llm:observability.enabled)",
+    ),
+    Row(
+        "gcp:monitoring/alertPolicy:AlertPolicy",
+        create=("monitoring.alertPolicies.create",),
+        read=("monitoring.alertPolicies.get",),
+        update=("monitoring.alertPolicies.get", "monitoring.alertPolicies.update"),
+        delete=("monitoring.alertPolicies.delete",),
+        source=f"{TF}monitoring/resource_monitoring_alert_policy.go:1424 POST, :1500 GET, :1723 PATCH, :1790 DELETE; "
+        f"{IAM_MAP} (projects.alertPolicies.create/get/patch/delete)",
+        note="the stack's alert policies (gke-tpu-llm:observability.enabled)",
+    ),
+    Row(
         "gcp:storage/bucket:Bucket",
         create=("storage.buckets.create", "storage.buckets.get"),
         read=("storage.buckets.get",),
@@ -436,6 +504,18 @@ def _helm_release(inputs: Mapping[str, Any]) -> Mapping[str, str]:
     return out
 
 
+GKE_CUSTOM_RESOURCES: tuple[tuple[str, str], ...] = (
+    ("gateway.networking.k8s.io/v1", "Gateway"),
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+    ("inference.networking.k8s.io/v1", "InferencePool"),
+    ("networking.gke.io/v1", "GCPBackendPolicy"),
+    ("networking.gke.io/v1", "HealthCheckPolicy"),
+    ("networking.gke.io/v1", "GCPRoutingExtension"),
+)
+"""Custom resources of a gateway front door whose CRDs GKE itself installs (the Gateway API add-on,
+and InferencePool from ``components.config.front_door.GKE_VERSION_FLOOR``), so no controller release
+declares them; objects of them are ``container.thirdPartyObjects`` like any other."""
+
 KUBE_ROWS: tuple[Row, ...] = (
     *(
         _kube_row(f"kubernetes:{group or 'core'}/{version}:{kind}", (group, kind))
@@ -451,6 +531,7 @@ KUBE_ROWS: tuple[Row, ...] = (
             (("networking.k8s.io", "NetworkPolicy"), "v1"),
             (("rbac.authorization.k8s.io", "ClusterRole"), "v1"),
             (("rbac.authorization.k8s.io", "ClusterRoleBinding"), "v1"),
+            (("rbac.authorization.k8s.io", "Role"), "v1"),
             (("rbac.authorization.k8s.io", "RoleBinding"), "v1"),
             (("apiregistration.k8s.io", "APIService"), "v1"),
         )
@@ -461,6 +542,7 @@ KUBE_ROWS: tuple[Row, ...] = (
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
     ),
     *(_custom_object_row(f"kubernetes:{api_version}:{kind}") for api_version, kind in CUSTOM_RESOURCES),
+    *(_custom_object_row(f"kubernetes:{api_version}:{kind}") for api_version, kind in GKE_CUSTOM_RESOURCES),
     Row(
         HELM_RELEASE,
         create=(CLUSTER_AUTH,),

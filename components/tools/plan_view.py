@@ -136,25 +136,31 @@ def print_plan(result: report.PlanResult) -> None:
     print_capacity(console, data["capacity"])
     for line in tpu_pods(data["manifests"]):
         console.print(line)
-    cost = data["cost_usd_per_hour"]
+    console.print(escape(cost_line(data["cost_usd_per_hour"])))
+    from .plan_training import print_training
 
-    def money(v: float | None) -> str:
-        return "n/a" if v is None else f"${v:,.2f}/h"
+    print_training(console, result.stack_plan)  # a training stack: step time, MFU, checkpoints, lost-slice cost
+    from .plan_disagg import disagg_lines
 
-    console.print(
-        f"Cost ({cost['chips']} chips, {cost['region']}): on-demand {money(cost['on_demand'])}, "
-        f"spot {money(cost['spot'])}; billed {money(cost['billed'])} — {cost['basis']}"
-    )
+    for line in disagg_lines(result.stack_plan):  # P/D: the KV hand-off, aggregated vs disaggregated
+        console.print(escape(line))
     tiers = data["capacity_tiers"]
     if len(tiers["tiers"]) > 1:  # $/h per capacity tier, first preferred (components/tools/report.py tier_costs)
-        print_tiers(console, tiers, money)
+        print_tiers(console, tiers, _money)
     from .preflight import checklist
 
     for line in checklist(cfg).lines():  # what must exist in the project for `pulumi up`, per pool
         console.print(escape(line))
     console.print(f"{len(result.resources)} resources, {len(result.manifests)} Kubernetes objects")
     from .endpoints import endpoints
+    from .plan_front_door import front_door_lines
 
+    for line in front_door_lines(result):  # the gateway, its pool and the endpoint picker's scorers
+        console.print(escape(line))
+    from .plan_operations import operations_lines
+
+    for line in operations_lines(data["operations"]):  # cold start where a tier or replicas reach zero; dashboard, alerts
+        console.print(escape(line))
     for endpoint in endpoints(result.manifests):
         style = "bold yellow" if endpoint.outside_vpc else "dim"
         prefix = "warning: " if endpoint.outside_vpc else "endpoint: "
@@ -163,6 +169,46 @@ def print_plan(result: report.PlanResult) -> None:
     for key, value in data["outputs"].items():
         if key.endswith("_waits_for"):
             console.print(f"[bold yellow]waiting: {escape(str(value))}[/]")
+
+
+TIER_LABELS = {
+    "onDemand": "on-demand",
+    "spot": "spot",
+    "reservation": "reservation",
+    "flexStart": "flex-start",
+    "queuedProvisioning": "queued provisioning",
+}
+"""How a ``tpu.capacity[].type`` reads in a price's label."""
+
+
+def _money(v: float | None) -> str:
+    return "n/a" if v is None else f"${v:,.2f}/h"
+
+
+def _nodes(nodes: int, chips: int) -> str:
+    return f"{nodes} node{'' if nodes == 1 else 's'}, {chips} chips"
+
+
+def cost_line(cost: dict[str, Any]) -> str:
+    """The TPU $/h of ``report.cost_per_hour``: the preferred tier's as deployed (every pool at its
+    minimum) and, where autoscaling makes it differ, at its maximum, and per node; other tiers are in
+    the tier table."""
+    tiers = len(cost["by_capacity"]) > 1
+    pools, their = ("the pools", "their") if cost["pools"] > 1 else ("the pool", "its")
+    # Every $/h says which node count it is for: as deployed (the minimum the pools start at), maximum.
+    if cost["nodes_min"] != cost["nodes"]:
+        sizes = (
+            f"{_money(cost['billed_at_min_nodes'])} as deployed, {pools} at {their} minimum "
+            f"({_nodes(cost['nodes_min'], cost['chips_min'])}), up to {_money(cost['billed'])} at {their} maximum "
+            f"({_nodes(cost['nodes'], cost['chips'])})"
+        )
+    else:
+        sizes = f"{_money(cost['billed'])} as deployed, {pools} at {their} fixed size ({_nodes(cost['nodes'], cost['chips'])})"
+    return (
+        f"Cost (TPU chips only, {cost['region']}), {TIER_LABELS.get(cost['capacity'], cost['capacity'])}"
+        f"{' (the preferred tier; each tier below)' if tiers else ''}: {sizes}; {_money(cost['per_node'])} per node "
+        f"({cost['machine_type']})" + ("" if tiers else f" — {cost['basis']}")  # a tier table lists each source
+    )
 
 
 def print_tiers(console: Any, tiers: dict[str, Any], money: Any) -> None:
@@ -224,7 +270,7 @@ def print_capacity(console: Any, capacity: dict[str, Any]) -> None:
     flags = " ".join(f"{k}={json.dumps(v)}" for k, v in capacity["sharding"]["flags"].items())
     console.print(f"Parallelism (derived): {flags}; margin {mem['margin_percent']}% of HBM")
     if "alternatives" in capacity:  # only where the planner chose: pinned stacks print what they did
-        print_alternatives(console, capacity["alternatives"], capacity["rejected"])
+        print_alternatives(console, capacity["alternatives"], capacity["rejected"], capacity["capacity_type"])
     if "serving" in capacity:  # only stacks with workload.serving
         print_serving(console, capacity["serving"])
 
@@ -233,10 +279,16 @@ def _usd(v: float | None, unit: str) -> str:
     return "n/a" if v is None else f"${v:,.2f}{unit}"
 
 
-def print_serving(console: Any, estimates: list[dict[str, Any]], title: str | None = None) -> None:
+def print_serving(
+    console: Any, estimates: list[dict[str, Any]], title: str | None = None, marks: dict[str, str] | None = None
+) -> None:
     """Predicted serving performance per slice (components/planner/perf.py), the first row the chosen
-    or pinned slice, the others the runners-up."""
+    or pinned slice, the others the runners-up; ``marks`` (``estimate``) labels rows by slice key
+    instead ("best", "this stack")."""
     from rich.table import Table
+
+    if marks is None:
+        marks = {estimates[0]["slice"]: "chosen"} if title is None else {}
 
     first = estimates[0]
     table = Table(
@@ -244,26 +296,34 @@ def print_serving(console: Any, estimates: list[dict[str, Any]], title: str | No
         or f"Predicted serving ({first['input_tokens']} in / {first['output_tokens']} out, concurrency "
         f"{first['requested_concurrency']}; one replica)"
     )
-    for col in ("", "slice", "hosts", "seqs (max)", "output tok/s", "TTFT ms", "TPOT ms", "$/M out (on-demand)",
-                "spot", "flex-start", "targets"):
+    # One $ per million output tokens column per capacity tier of the stack, preferred first.
+    tiers = [TIER_LABELS.get(p["capacity"], p["capacity"]) for p in first["prices"]]
+    columns = ("", "slice", "hosts", "seqs (max)", "output tok/s", "TTFT ms", "TPOT ms", f"$/h per replica ({tiers[0]})")
+    for col in (*columns, *(f"$/M out ({t})" for t in tiers)):
         table.add_column(col)
-    for i, e in enumerate(estimates):
+    table.add_column("targets")
+    for e in estimates:
+        label = marks.get(e["slice"], "")
+        if e["refused_by_config"]:
+            label = ", ".join(x for x in (label, "refused by config") if x)
         table.add_row(
-            "chosen" if i == 0 and title is None else "refused by config" if e["refused_by_config"] else "",
+            label,
             e["slice"],
             str(e["hosts"]),
             f"{e['concurrency']} ({e['max_concurrent_sequences']})",
+            # Rounded once, here: the JSON carries the model's unrounded values.
             f"{e['output_tokens_per_s']:,.0f}",
             f"{e['ttft_ms']:,.0f}",
             f"{e['tpot_ms']:.1f}",
-            _usd(e["usd_per_million_output_tokens"], ""),
-            _usd(e["usd_per_million_output_tokens_spot"], ""),
-            _usd(e["usd_per_million_output_tokens_flex_start"], ""),
+            _usd(e["usd_per_hour"], ""),
+            *(_usd(p["usd_per_million_output_tokens"], "") for p in e["prices"]),
             "met" if e["meets_targets"] else "missed",
         )
     console.print(table)
-    if not first["calibrated"]:
-        console.print("note: this engine's efficiency factors are vLLM's (no published result of its own to calibrate on)")
+    console.print(f"note: sequences in flight on {first['slice']} bounded by {first['binding_limit']}")
+    # Every distinct basis (a list can mix calibrated and uncalibrated generations), said once each.
+    for basis in dict.fromkeys(e["calibration"] for e in estimates):
+        console.print(f"note: prediction {basis}")
     for line in serving_notes(estimates):
         console.print(f"note: {line}")
 
@@ -326,14 +386,15 @@ def tpu_pods(manifests: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def print_alternatives(console: Any, alternatives: list[dict[str, Any]], rejected: list[str]) -> None:
+def print_alternatives(console: Any, alternatives: list[dict[str, Any]], rejected: list[str], capacity: str) -> None:
     """The fitting slices the planner weighed, best first, the chosen one marked, so a reviewer
-    sees what the choice was made against."""
+    sees what the choice was made against; $/h is one whole slice's at the preferred tier (``capacity``)."""
     from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="Slices the planner weighed (cheapest first; unpriced last)")
-    for col in ("", "generation", "slice", "hosts", "chips", "$/h", "HBM margin"):
+    price = f"$/h per slice ({TIER_LABELS.get(capacity, capacity)})"
+    for col in ("", "generation", "slice", "hosts", "chips", price, "HBM margin"):
         table.add_column(col)
     for a in alternatives:
         price = "unpriced" if a["price_per_hour"] is None else f"${a['price_per_hour']:,.2f}"

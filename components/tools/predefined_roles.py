@@ -227,12 +227,69 @@ ROLES: Mapping[str, Role] = {
             """,
         ),
         _role(
+            "roles/compute.networkAdmin",
+            "Compute Network Admin",
+            965,
+            """
+            compute.regionOperations.get compute.subnetworks.create compute.subnetworks.delete
+            compute.subnetworks.expandIpCidrRange compute.subnetworks.get compute.subnetworks.update
+            resourcemanager.projects.get
+            """,
+        ),
+        _role(
+            "roles/monitoring.editor",
+            "Monitoring Editor",
+            80,
+            """
+            monitoring.alertPolicies.create monitoring.alertPolicies.delete monitoring.alertPolicies.get
+            monitoring.alertPolicies.update monitoring.dashboards.create monitoring.dashboards.delete
+            monitoring.dashboards.get monitoring.dashboards.update resourcemanager.projects.get
+            """,
+        ),
+        _role(
+            "roles/monitoring.dashboardEditor",
+            "Monitoring Dashboard Configuration Editor",
+            9,
+            "monitoring.dashboards.create monitoring.dashboards.delete monitoring.dashboards.get monitoring.dashboards.update",
+        ),
+        _role(
+            "roles/monitoring.alertPolicyEditor",
+            "Monitoring AlertPolicy Editor",
+            9,
+            "monitoring.alertPolicies.create monitoring.alertPolicies.delete monitoring.alertPolicies.get "
+            "monitoring.alertPolicies.update",
+        ),
+        _role(
+            "roles/certificatemanager.owner",
+            "Certificate Manager Owner",
+            69,
+            """
+            certificatemanager.certs.create certificatemanager.certs.delete certificatemanager.certs.get
+            certificatemanager.certs.update certificatemanager.dnsauthorizations.create
+            certificatemanager.dnsauthorizations.delete certificatemanager.dnsauthorizations.get
+            certificatemanager.dnsauthorizations.update certificatemanager.dnsauthorizations.use
+            certificatemanager.operations.get resourcemanager.projects.get
+            """,
+        ),
+        _role(
+            "roles/certificatemanager.editor",
+            "Certificate Manager Editor",
+            61,
+            """
+            certificatemanager.certs.create certificatemanager.certs.get certificatemanager.certs.update
+            certificatemanager.dnsauthorizations.create certificatemanager.dnsauthorizations.get
+            certificatemanager.dnsauthorizations.update certificatemanager.dnsauthorizations.use
+            certificatemanager.operations.get resourcemanager.projects.get
+            """,
+        ),
+        _role(
             "roles/compute.instanceAdmin.v1",
             "Compute Instance Admin (v1)",
             531,
             """
             compute.regionOperations.get compute.resourcePolicies.create compute.resourcePolicies.delete
-            compute.resourcePolicies.get compute.resourcePolicies.update resourcemanager.projects.get
+            compute.resourcePolicies.get compute.resourcePolicies.update compute.subnetworks.get
+            resourcemanager.projects.get
             """,
         ),
         _role(

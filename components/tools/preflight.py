@@ -14,6 +14,10 @@ pool, i.e. per (slice, capacity tier):
 
 Every tier can fill at once (the fallback only prefers a tier: nothing stops each tier's pool from
 scaling to its maximum), so the stack-level needs sum every pool of a quota or reservation.
+
+A gateway front door (``workload.frontDoor.type: gateway``) adds a :class:`GatewayNeed`: the region's
+proxy-only subnet with the configured range when the stack expects it (``proxySubnet.create: false``),
+and GKE's version floor for the Gateway API and InferencePool CRDs when no version is pinned.
 ``components.tools.preflight_online`` checks the list against the project with the Compute API.
 """
 
@@ -144,6 +148,43 @@ class FlexZoneNeed:
 
 
 @dataclass(frozen=True)
+class GatewayNeed:
+    """What a gateway front door needs in the VPC and the cluster that the stack does not create."""
+
+    region: str
+    network: str
+    proxy_cidr: str
+    create_proxy_subnet: bool
+    version: str | None
+    """The pinned cluster version (None: the release channel's default, which must reach the floor)."""
+    version_floor: str
+
+    def lines(self) -> list[str]:
+        out = ["gateway front door"]
+        if not self.create_proxy_subnet:
+            out.append(
+                f"  - proxy-only subnet in network {self.network}, region {self.region}: purpose REGIONAL_MANAGED_PROXY, "
+                f"role ACTIVE, range {self.proxy_cidr} (expected: workload.frontDoor.proxySubnet.create is false)"
+            )
+        if self.version is None:
+            out.append(
+                f"  - the release channel's GKE version >= {self.version_floor} (GKE installs the Gateway API and "
+                "InferencePool CRDs from there; cluster.version is unset)"
+            )
+        return out if len(out) > 1 else []
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "region": self.region,
+            "network": self.network,
+            "proxy_cidr": self.proxy_cidr,
+            "create_proxy_subnet": self.create_proxy_subnet,
+            "version": self.version,
+            "version_floor": self.version_floor,
+        }
+
+
+@dataclass(frozen=True)
 class PoolNeeds:
     """What one pool (one slice in one capacity tier) needs before ``pulumi up``."""
 
@@ -201,6 +242,8 @@ class Checklist:
     region: str
     zone: str
     pools: tuple[PoolNeeds, ...]
+    gateway: GatewayNeed | None = None
+    """A gateway front door's needs (None: the stack serves through its Service)."""
 
     @property
     def quota_totals(self) -> tuple[QuotaNeed, ...]:
@@ -237,6 +280,8 @@ class Checklist:
             out.append("Totals (every tier's pool can fill at once, so each quota and reservation must hold all of them):")
             out.extend(f"  - {n.describe()}" for n in self.quota_totals)
             out.extend(f"  - {n.describe()}" for n in self.reservation_totals)
+        if self.gateway is not None:
+            out.extend(self.gateway.lines())
         out.append("Check them with your credentials: python -m components preflight STACK")
         return out
 
@@ -248,6 +293,7 @@ class Checklist:
             "pools": [p.to_dict() for p in self.pools],
             "quota_totals": [n.to_dict() for n in self.quota_totals],
             "reservation_totals": [n.to_dict() for n in self.reservation_totals],
+            "gateway": None if self.gateway is None else self.gateway.to_dict(),
         }
 
 
@@ -304,4 +350,16 @@ def checklist(config: StackConfig) -> Checklist:
                 not_drawn=not_drawn if quota is not None else (),
             )
         )
-    return Checklist(config.project, region, tpu.zone, tuple(pools))
+    return Checklist(config.project, region, tpu.zone, tuple(pools), gateway_need(config))
+
+
+def gateway_need(config: StackConfig) -> GatewayNeed | None:
+    """What the stack's gateway front door expects to exist (None without one)."""
+    from ..config.front_door import GKE_VERSION_FLOOR
+    from ..config.isolation import NETWORK
+
+    door = config.workload.front_door
+    if not door.gateway or door.proxy_subnet is None:
+        return None
+    subnet = door.proxy_subnet
+    return GatewayNeed(config.region, NETWORK, str(subnet.cidr), subnet.create, config.cluster.version, GKE_VERSION_FLOOR)

@@ -13,14 +13,16 @@ command runs, so ``plan`` never loads it).
 
 Exit codes: 0 every item passes (warnings and unchecked items are listed), 1 an item fails (each is
 named with where, need, have and the fix), 2 the stack config is invalid, 3 the check cannot run (no
-credentials, Compute Engine API disabled, permission denied): a message, never a traceback.
+credentials, Compute Engine API disabled, permission denied): a message, never a traceback. The
+CLI (``components.tools.cli``) reports 2 and 3, with ``--json`` as one error object on stdout naming
+what is missing and the fix (``CannotCheckError.missing``, ``.fix``).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -38,6 +40,8 @@ Status = Literal["pass", "fail", "warn", "unchecked"]
 VIEWER_ROLE = "roles/compute.viewer"
 """Grants compute.regions.get, compute.zones.get and compute.reservations.get (Compute Engine IAM roles,
 https://cloud.google.com/compute/docs/access/iam#compute.viewer)."""
+_LOGIN = "run `gcloud auth application-default login`"
+_ENABLE = "gcloud services enable compute.googleapis.com"
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,12 @@ class Result:
 
 
 class CannotCheckError(Exception):
-    """The check cannot run at all (credentials, disabled API, permissions): exit 3 with this message."""
+    """The check cannot run at all (credentials, disabled API, permissions): exit 3 with this message,
+    ``missing`` (what the check lacks) and ``fix`` (the command or grant that supplies it)."""
+
+    def __init__(self, message: str, *, missing: str, fix: str) -> None:
+        super().__init__(message)
+        self.missing, self.fix = missing, fix
 
 
 # The client methods used, as the google-cloud-compute clients declare them (keyword arguments).
@@ -95,6 +104,10 @@ class ReservationSubBlocksApi(Protocol):
     ) -> compute_v1.ReservationSubBlocksGetResponse: ...
 
 
+class SubnetworksApi(Protocol):
+    def list(self, *, project: str, region: str) -> Iterable[compute_v1.Subnetwork]: ...
+
+
 @dataclass(frozen=True)
 class Clients:
     regions: RegionsApi
@@ -102,6 +115,8 @@ class Clients:
     reservations: ReservationsApi
     reservation_blocks: ReservationBlocksApi
     reservation_sub_blocks: ReservationSubBlocksApi
+    subnetworks: SubnetworksApi | None = None
+    """Reads a gateway front door's proxy-only subnet (None: that item is reported unchecked)."""
 
 
 def compute_clients() -> Clients:
@@ -114,6 +129,7 @@ def compute_clients() -> Clients:
         reservations=compute_v1.ReservationsClient(),
         reservation_blocks=compute_v1.ReservationBlocksClient(),
         reservation_sub_blocks=compute_v1.ReservationSubBlocksClient(),
+        subnetworks=compute_v1.SubnetworksClient(),
     )
 
 
@@ -141,6 +157,50 @@ class _Checker:
             yield from self.reservation(reservation)
         for flex in self.checklist.flex_zones:
             yield self.flex_zone(flex)
+        gateway = self.checklist.gateway
+        if gateway is not None and not gateway.create_proxy_subnet:
+            yield self.proxy_subnet(gateway)
+
+    def proxy_subnet(self, need: preflight.GatewayNeed) -> Result:
+        """The region's ACTIVE REGIONAL_MANAGED_PROXY subnet of the network has the configured range (the
+        model servers' NetworkPolicies admit exactly that range)."""
+        what = "proxy-only subnet"
+        where = f"project {self.checklist.project}, region {need.region}, network {need.network}"
+        wanted = f"purpose REGIONAL_MANAGED_PROXY, role ACTIVE, range {need.proxy_cidr}"
+        api = self.clients.subnetworks
+        if api is None:
+            return Result(
+                "unchecked",
+                what,
+                where,
+                wanted,
+                "no subnetworks client",
+                f"gcloud compute networks subnets list --filter=purpose=REGIONAL_MANAGED_PROXY --regions={need.region}",
+            )
+        found = _call(lambda: list(api.list(project=self.checklist.project, region=need.region)))
+        active = [
+            s
+            for s in found
+            if s.purpose == "REGIONAL_MANAGED_PROXY" and s.role == "ACTIVE" and _last(s.network or "") == need.network
+        ]
+        create = (
+            f"gcloud compute networks subnets create proxy-only-{need.region} --purpose=REGIONAL_MANAGED_PROXY "
+            f"--role=ACTIVE --region={need.region} --network={need.network} --range={need.proxy_cidr}, or set "
+            "workload.frontDoor.proxySubnet.create: true"
+        )
+        if not active:
+            return Result("fail", what, where, wanted, "none", create)
+        ranges = ", ".join(f"{s.name} {s.ip_cidr_range}" for s in active)
+        if any(s.ip_cidr_range == need.proxy_cidr for s in active):
+            return Result("pass", what, where, wanted, ranges)
+        return Result(
+            "fail",
+            what,
+            where,
+            wanted,
+            ranges,
+            f"set workload.frontDoor.proxySubnet.cidr to the active subnet's range ({ranges}): the NetworkPolicies admit it",
+        )
 
     def zone(self) -> Result:
         zone, project = self.checklist.zone, self.checklist.project
@@ -380,12 +440,15 @@ def _call(fn: Callable[[], Any], *, not_found: bool = False, shared_owner: str |
         return fn()
     except auth.DefaultCredentialsError:
         raise CannotCheckError(
-            "no application-default credentials: run `gcloud auth application-default login` "
-            "(or set GOOGLE_APPLICATION_CREDENTIALS), then rerun"
+            f"no application-default credentials: {_LOGIN} (or set GOOGLE_APPLICATION_CREDENTIALS), then rerun",
+            missing="application-default credentials",
+            fix=f"{_LOGIN} (or set GOOGLE_APPLICATION_CREDENTIALS), then rerun",
         ) from None
     except auth.RefreshError as error:
         raise CannotCheckError(
-            f"the application-default credentials were refused ({error}): run `gcloud auth application-default login`"
+            f"the application-default credentials were refused ({error}): {_LOGIN}",
+            missing="valid application-default credentials (these were refused)",
+            fix=f"{_LOGIN}, then rerun",
         ) from None
     except api.NotFound:
         if not_found:
@@ -395,7 +458,9 @@ def _call(fn: Callable[[], Any], *, not_found: bool = False, shared_owner: str |
         message = str(error)
         if "SERVICE_DISABLED" in message or "has not been used" in message or "is disabled" in message:
             raise CannotCheckError(
-                f"the Compute Engine API is disabled in the project: gcloud services enable compute.googleapis.com ({message})"
+                f"the Compute Engine API is disabled in the project: {_ENABLE} ({message})",
+                missing="the Compute Engine API (disabled in the project)",
+                fix=_ENABLE,
             ) from None
         if shared_owner is not None:
             return Result(
@@ -407,11 +472,23 @@ def _call(fn: Callable[[], Any], *, not_found: bool = False, shared_owner: str |
                 f"ask the owner of {shared_owner} to share the reservation with this project, "
                 f"or grant you {VIEWER_ROLE} to read it",
             )
-        raise CannotCheckError(f"permission denied ({message}): the check needs {VIEWER_ROLE} on the project") from None
+        raise CannotCheckError(
+            f"permission denied ({message}): the check needs {VIEWER_ROLE} on the project",
+            missing=f"{VIEWER_ROLE} on the project",
+            fix=f"grant your account {VIEWER_ROLE} on the stack's project (gcloud projects add-iam-policy-binding)",
+        ) from None
     except api.Unauthenticated as error:
-        raise CannotCheckError(f"not authenticated ({error}): run `gcloud auth application-default login`") from None
+        raise CannotCheckError(
+            f"not authenticated ({error}): {_LOGIN}",
+            missing="valid application-default credentials (not authenticated)",
+            fix=f"{_LOGIN}, then rerun",
+        ) from None
     except api.GoogleAPICallError as error:
-        raise CannotCheckError(f"the Compute Engine API call failed: {error}") from None
+        raise CannotCheckError(
+            f"the Compute Engine API call failed: {error}",
+            missing="an answer from the Compute Engine API",
+            fix="rerun; if it persists, check the project and https://status.cloud.google.com",
+        ) from None
 
 
 def check(checklist: preflight.Checklist, clients: Clients) -> list[Result]:
@@ -423,21 +500,14 @@ def exit_code(results: list[Result]) -> int:
     return EXIT_FAILED if any(r.status == "fail" for r in results) else EXIT_OK
 
 
-def run(
-    stack_file: StackFile, *, as_json: bool = False, clients: Callable[[], Clients] = compute_clients
-) -> tuple[int, str, str]:
-    """``(exit code, stdout, stderr)`` of the command; ``clients`` makes the API clients (tests inject fakes)."""
-    from ..config.errors import ConfigError
+def run(stack_file: StackFile, *, as_json: bool = False, clients: Callable[[], Clients] | None = None) -> tuple[int, str]:
+    """``(exit code, stdout)`` of a check that ran: 0 every item passes, 1 one fails. A bad config
+    raises ``ConfigError`` and a check that cannot run ``CannotCheckError``, which the CLI reports
+    (exit 2 and 3). ``clients`` makes the API clients (default: the real ones; tests inject fakes)."""
     from ..config.stack_files import config_of
 
-    try:
-        checklist = preflight.checklist(config_of(stack_file).config)
-    except ConfigError as error:
-        return EXIT_CONFIG, "", f"{stack_file.path}: {error}\n"
-    try:
-        results = check(checklist, _call(clients))
-    except CannotCheckError as error:
-        return EXIT_CANNOT_CHECK, "", f"preflight {stack_file.stack}: cannot check: {error}\n"
+    checklist = preflight.checklist(config_of(stack_file).config)
+    results = check(checklist, _call(clients or compute_clients))
     code = exit_code(results)
     if as_json:
         document = {
@@ -446,16 +516,15 @@ def run(
             "exit_code": code,
             "results": [r.to_dict() for r in results],
         }
-        return code, json.dumps(document, indent=2) + "\n", ""
+        return code, json.dumps(document, indent=2) + "\n"
     failed = [r for r in results if r.status == "fail"]
     head = f"preflight {stack_file.stack} (project {checklist.project}, zone {checklist.zone})"
     tail = f"{len(failed)} failing item(s)" if failed else "every required item is in place"
-    return code, "\n".join([head, *(r.line() for r in results), tail]) + "\n", ""
+    return code, "\n".join([head, *(r.line() for r in results), tail]) + "\n"
 
 
 def command(stack_file: StackFile, *, as_json: bool = False) -> int:
-    """The CLI entry point (``python -m components preflight``)."""
-    code, out, err = run(stack_file, as_json=as_json)
+    """The CLI entry point (``python -m components preflight``; the CLI reports the errors it raises)."""
+    code, out = run(stack_file, as_json=as_json)
     sys.stdout.write(out)
-    sys.stderr.write(err)
     return code

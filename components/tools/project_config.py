@@ -188,7 +188,9 @@ def _reasons(undeclared: Mapping[str, str]) -> list[str]:
         by_reason.setdefault(why, []).append(key)
     lines: list[str] = []
     for why, keys in by_reason.items():
-        lines += textwrap.wrap(f"{', '.join(keys)}: {why}", 100, initial_indent="# - ", subsequent_indent="#   ")
+        # Not at hyphens: a key (gke-tpu-llm:…) split across lines is no longer findable in the header.
+        text = f"{', '.join(keys)}: {why}"
+        lines += textwrap.wrap(text, 100, initial_indent="# - ", subsequent_indent="#   ", break_on_hyphens=False)
     return lines
 
 

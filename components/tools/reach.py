@@ -1,6 +1,7 @@
 """Who can open a connection to a pod: Kubernetes NetworkPolicy ingress, evaluated over rendered objects.
 
-The plan's endpoint lines (``components.tools.endpoints``) list a Service's clients with :func:`clients`,
+The plan's endpoint lines (``components.tools.endpoints``) list the clients of a Service's pods, and of
+the pods behind a Gateway's InferencePool, with :func:`clients`,
 and the tests probe the same policies with :func:`admits`: two readings of one set of semantics,
 compared in ``tests/test_reach.py``. The semantics (Kubernetes "Network Policies" and the
 ``networking.k8s.io/v1`` API reference):
@@ -142,9 +143,7 @@ def pods(objects: Iterable[Mapping[str, Any]]) -> list[Pod]:
         Pod(
             namespace=namespace,
             labels=as_labels(template.labels),
-            ports=tuple(
-                (str(p.get("name", "")), int(p["containerPort"]), str(p.get("protocol", "TCP"))) for p in template.ports
-            ),
+            ports=tuple((str(p.get("name", "")), int(p["containerPort"]), str(p.get("protocol", "TCP"))) for p in template.ports),
             owner=template.owner,
         )
         for namespace in namespaces
@@ -333,14 +332,43 @@ def clients(policies: Sequence[Mapping[str, Any]], pod: Pod, port: int, protocol
     return out
 
 
+def selected_pods(objects: Iterable[Mapping[str, Any]], namespace: str, match_labels: Mapping[str, str] | None) -> list[Pod]:
+    """The rendered pods of ``namespace`` whose labels include ``match_labels`` (a Service's or an
+    InferencePool's selector; none without one)."""
+    if not match_labels:
+        return []
+    wanted = Selector(as_labels(match_labels))
+    return [p for p in pods(objects) if p.namespace == namespace and wanted.matches(dict(p.labels))]
+
+
 def service_pods(objects: Iterable[Mapping[str, Any]], service: Mapping[str, Any]) -> list[Pod]:
     """The rendered pods a Service selects (none without a selector)."""
     meta = service.get("metadata") or {}
-    selector = (service.get("spec") or {}).get("selector")
-    if not selector:
-        return []
-    wanted = Selector(as_labels(selector))
-    return [p for p in pods(objects) if p.namespace == meta.get("namespace", "default") and wanted.matches(dict(p.labels))]
+    return selected_pods(objects, str(meta.get("namespace", "default")), (service.get("spec") or {}).get("selector"))
+
+
+def pool_pods(objects: Iterable[Mapping[str, Any]], pool: Mapping[str, Any]) -> list[Pod]:
+    """The rendered pods an InferencePool (``inference.networking.k8s.io/v1``) selects: its
+    ``spec.selector.matchLabels``, in its own namespace (the API allows no other)."""
+    meta = pool.get("metadata") or {}
+    selector = ((pool.get("spec") or {}).get("selector") or {}).get("matchLabels")
+    return selected_pods(objects, str(meta.get("namespace", "default")), selector)
+
+
+def pool_ports(pool: Mapping[str, Any]) -> tuple[int, ...]:
+    """An InferencePool's ``spec.targetPorts`` (the endpoint picker addresses each as podIP:port)."""
+    return tuple(int(p["number"]) for p in (pool.get("spec") or {}).get("targetPorts") or ())
+
+
+def pool_clients(objects: Sequence[Mapping[str, Any]], pool: Mapping[str, Any]) -> Clients:
+    """Who can connect to the pods an InferencePool selects on its target ports (those admitted by at
+    least one of them), as :func:`service_clients` reads a Service."""
+    policies = network_policies(objects)
+    out = NOBODY
+    for pod in pool_pods(objects, pool):
+        for number in pool_ports(pool):
+            out = out.union(clients(policies, pod, number))
+    return out
 
 
 def service_clients(objects: Sequence[Mapping[str, Any]], service: Mapping[str, Any]) -> Clients:

@@ -186,8 +186,31 @@ CLUSTER_RULES: tuple[ReplaceRule, ...] = (
     _tf("nodeConfig.serviceAccount", f"{_NC}:643", "node_config.service_account", note="nodeConfig is in ignoreChanges"),
 )
 # Updated in place (no ForceNew): deletion_protection, remove_default_node_pool, release_channel,
-# addons_config, monitoring_config, workload_identity_config, resource_labels, min_master_version,
-# network_policy (_CL:1823; SetNetworkPolicy at _CL:4768, after the addons_config update at _CL:4158).
+# addons_config (http_load_balancing :359 too), monitoring_config, workload_identity_config, resource_labels,
+# min_master_version, network_policy (_CL:1823; SetNetworkPolicy at _CL:4768, after the addons_config
+# update at _CL:4158), gateway_api_config (_CL:2774 Optional+Computed, UpdateClusterRequest
+# DesiredGatewayApiConfig at _CL:5469: a stack moving to a gateway front door keeps its cluster), pod_autoscaling
+# (_CL:1922 Optional+Computed, no ForceNew; UpdateClusterRequest DesiredPodAutoscaling at _CL:5192: the HPA
+# performance profile AutoscalingMetric needs is switched on in place).
+
+_SN = "compute/resource_compute_subnetwork.go"
+SUBNETWORK_RULES: tuple[ReplaceRule, ...] = (
+    _tf("name", f"{_SN}:547", "name"),
+    _tf("network", f"{_SN}:560", "network"),
+    _tf("region", f"{_SN}:748", "region"),
+    _tf("project", f"{_SN}:903", "project"),
+    _tf("description", f"{_SN}:577", "description"),
+    # CustomizeDiff ForceNewIfChange("ip_cidr_range", IsShrinkageIpCidr) (:512, :63): a range that still
+    # holds the old one is expanded in place (expandIpCidrRange, :1259); any other change replaces. Kept
+    # as a plain rule, so the review flags an expansion too (conservative).
+    ReplaceRule("ipCidrRange", f"{TF}{_SN}:512 CustomizeDiff ForceNewIfChange(ip_cidr_range, IsShrinkageIpCidr)"),
+    _tf("reservedInternalRange", f"{_SN}:755", "reserved_internal_range", note=NOT_SET),
+    _tf("externalIpv6Prefix", f"{_SN}:586", "external_ipv6_prefix", note=NOT_SET),
+    _tf("internalIpv6Prefix", f"{_SN}:593", "internal_ipv6_prefix", note=NOT_SET),
+)
+# The proxy-only subnet a gateway front door may create (components/platform/addons/inference_gateway.py):
+# purpose and role are updated in place (PATCH at :1509 and :1577, d.HasChange), as are
+# private_ip_google_access and log_config.
 
 BUCKET_RULES: tuple[ReplaceRule, ...] = (
     _tf("name", "storage/resource_storage_bucket.go:132", "name"),
@@ -200,7 +223,8 @@ BUCKET_RULES: tuple[ReplaceRule, ...] = (
         "custom_placement_config.data_locations",
         note=NOT_SET,
     ),
-    _tf("hierarchicalNamespace", "storage/resource_storage_bucket.go:624", "hierarchical_namespace (+ .enabled)", note=NOT_SET),
+    # Set on the multi-tier checkpointing backup bucket (GKE requires a hierarchical namespace there).
+    _tf("hierarchicalNamespace", "storage/resource_storage_bucket.go:624", "hierarchical_namespace (+ .enabled)"),
 )
 # Updated in place: storage_class, labels, versioning, uniform_bucket_level_access,
 # public_access_prevention, force_destroy (and retention_policy, except un-locking a locked policy:
@@ -218,9 +242,41 @@ RESOURCE_POLICY_RULES: tuple[ReplaceRule, ...] = (
 )
 # The tpu7x pools' workload policy; name and description are updated in place (PATCH).
 
+_CM = "certificatemanager/resource_certificate_manager_"
+CERTIFICATE_RULES: tuple[ReplaceRule, ...] = (
+    _tf("name", f"{_CM}certificate.go:164", "name"),
+    _tf("location", f"{_CM}certificate.go:186", "location"),
+    _tf("project", f"{_CM}certificate.go:400", "project"),
+    # The managed block and its domains, dns_authorizations and issuance_config are all ForceNew: a new
+    # hostname is a new certificate (the Gateway's listener keeps the name, so it serves the new one).
+    _tf("managed", f"{_CM}certificate.go:193", "managed (+ .dns_authorizations :203, .domains :213, .issuance_config :223)"),
+    _tf("scope", f"{_CM}certificate.go:294", "scope", note=NOT_SET),
+)
+DNS_AUTHORIZATION_RULES: tuple[ReplaceRule, ...] = (
+    _tf("domain", f"{_CM}dns_authorization.go:157", "domain"),
+    _tf("name", f"{_CM}dns_authorization.go:165", "name"),
+    _tf("location", f"{_CM}dns_authorization.go:187", "location"),
+    _tf("type", f"{_CM}dns_authorization.go:195", "type"),
+    _tf("project", f"{_CM}dns_authorization.go:250", "project"),
+)
+# The public gateway's certificate (components/platform/addons/inference_gateway.py); labels and
+# description are updated in place (PATCH).
+
+_MON = "monitoring/resource_monitoring_"
+MONITORING_RULES: Mapping[str, tuple[ReplaceRule, ...]] = {
+    # dashboard_json is PATCHed in place (:246); only project replaces (components/platform/addons/observability.py).
+    "gcp:monitoring/dashboard:Dashboard": (_tf("project", f"{_MON}dashboard.go:114", "project"),),
+    # Every field but project is PATCHed in place (:1723): conditions, display name, channels, labels.
+    "gcp:monitoring/alertPolicy:AlertPolicy": (_tf("project", f"{_MON}alert_policy.go:1313", "project"),),
+}
+
 RULES: Mapping[str, tuple[ReplaceRule, ...]] = {
+    **MONITORING_RULES,
+    "gcp:certificatemanager/certificate:Certificate": CERTIFICATE_RULES,
+    "gcp:certificatemanager/dnsAuthorization:DnsAuthorization": DNS_AUTHORIZATION_RULES,
     "gcp:container/nodePool:NodePool": NODE_POOL_RULES,
     "gcp:compute/resourcePolicy:ResourcePolicy": RESOURCE_POLICY_RULES,
+    "gcp:compute/subnetwork:Subnetwork": SUBNETWORK_RULES,
     "gcp:container/cluster:Cluster": CLUSTER_RULES,
     "gcp:storage/bucket:Bucket": BUCKET_RULES,
     "gcp:storage/bucketIAMMember:BucketIAMMember": _iam_member(

@@ -11,9 +11,9 @@ from typing import Any
 
 from ..catalog import tpu as tpu_catalog
 from ..config.isolation import tenancy
-from ..config.resolve import StackPlan
+from ..config.resolve import StackPlan, resolve_values
 from ..config.stack import StackConfig
-from ..config.stack_files import StackFile, check_isolation, config_of
+from ..config.stack_files import StackFile, check_isolation
 from . import mockengine, preflight
 from .endpoints import endpoints
 from .manifests import manifests_of
@@ -36,8 +36,9 @@ class PlanResult:
 
 
 def plan(stack_file: StackFile) -> PlanResult:
-    """Validate, then run the program offline. Raises ConfigError before running on a bad config."""
-    stack_plan = config_of(stack_file)
+    """Validate, then run the program offline. Raises ConfigError before running on a bad config
+    (``resolve_values``: a wrong machine type comes with the planner's verdict on its topology)."""
+    stack_plan = resolve_values(stack_file.values, stack_file.stack, stack_file.secret_keys)
     check_isolation(stack_plan.config)
     log = io.StringIO()
     with contextlib.redirect_stdout(log):
@@ -80,7 +81,10 @@ def slice_plan(config: StackConfig) -> list[dict[str, Any]]:
 
 
 def cost_per_hour(config: StackConfig) -> dict[str, Any]:
-    """TPU cost per hour at the pools' maximum size (the worst case a reviewer pays for).
+    """TPU cost per hour at the stack's capacity tiers only (``tpu.capacity``, default on-demand): a
+    stack is not shown a spot or flex-start price it does not pay. ``billed`` is the preferred (first)
+    tier's for every pool at its maximum size (the worst case a reviewer pays for), ``by_capacity``
+    each tier's at that size, ``per_node`` one VM's at the preferred tier.
 
     Only TPU chips are priced: they dominate the bill (a v6e 4x4 is ~$43/h) and are the figures the
     catalog sources; the system pool, control-plane fee, load balancers and storage are not included.
@@ -88,19 +92,26 @@ def cost_per_hour(config: StackConfig) -> dict[str, Any]:
     """
     tpu = config.tpu
     s = tpu.slice
-    chips_max = tpu.nodes_max * s.chips_per_host * tpu.slices
-    chips_min = tpu.tier_nodes(0)[0] * s.chips_per_host * tpu.slices
-    on_demand = s.hourly_price(config.region, chips=chips_max)
-    spot = s.hourly_price(config.region, spot=True, chips=chips_max)
+    nodes_max, nodes_min = tpu.nodes_max * tpu.slices, tpu.tier_nodes(0)[0] * tpu.slices
     first = tpu.tiers[0].type  # what the stack is billed for: its preferred tier (capacity_tiers has them all)
+
+    def price(capacity: str, chips: int) -> float | None:
+        return s.capacity_price(config.region, capacity, chips=chips)
+
     return {
-        "on_demand": on_demand,
-        "spot": spot,
-        "billed": s.capacity_price(config.region, first, chips=chips_max),
-        "billed_at_min_nodes": s.capacity_price(config.region, first, chips=chips_min),
-        "chips": chips_max,
+        "capacity": first,
+        "billed": price(first, nodes_max * s.chips_per_host),
+        "billed_at_min_nodes": price(first, nodes_min * s.chips_per_host),
+        "per_node": price(first, s.chips_per_host),
+        "by_capacity": {t.type: price(t.type, nodes_max * s.chips_per_host) for t in tpu.tiers},
+        "nodes": nodes_max,
+        "nodes_min": nodes_min,
+        "chips": nodes_max * s.chips_per_host,
+        "chips_min": nodes_min * s.chips_per_host,
+        "pools": tpu.slices,
+        "machine_type": s.machine_type,
         "region": config.region,
-        "basis": f"TPU chips only; {tpu_catalog.PRICE_SOURCE}; as of {tpu_catalog.PRICE_AS_OF}",
+        "basis": _price_basis(first),
     }
 
 
@@ -154,6 +165,7 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
     # Here, not at the top: the program's wiring loads every Pulumi SDK, which the plan that made
     # ``result`` has loaded already, and which the CLI's other commands never need.
     from ..program.build import gke_addons
+    from . import plan_disagg, plan_operations, plan_training
 
     cfg = result.config
     return {
@@ -175,4 +187,7 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         "manifests": result.manifests,
         "endpoints": [e.to_dict() for e in endpoints(result.manifests)],
         "outputs": result.outputs,
+        "operations": plan_operations.operations(result.stack_plan),  # cold start, autoscaling path, dashboard/alerts
+        "training": plan_training.training_json(result.stack_plan),  # step time, MFU, checkpoints (training kinds)
+        "disaggregation": plan_disagg.disagg_json(result.stack_plan),  # P/D: KV hand-off, aggregated vs disaggregated
     }

@@ -302,6 +302,16 @@ def _check_resources(resources: Any, where: str, required: tuple[str, ...]) -> N
         raise DocumentError(f"{where}: `resources` must be a list of objects with {', '.join(required)}")
 
 
+def _failed(document: Mapping[str, Any]) -> str:
+    """The message of a ``--json`` error object (``{"error": {...}}``, what ``plan`` prints for a stack
+    it cannot plan); empty for anything else."""
+    error = document.get("error")
+    # A stack named "error" in `plan --all --json` maps to a plan (with resources), not to this.
+    if "resources" in document or not isinstance(error, Mapping) or "resources" in error or "kind" not in error:
+        return ""
+    return str(error.get("message") or error["kind"])
+
+
 def load_side(
     document: Mapping[str, Any], stack: str | None = None, *, path: str = "", state_only: bool = False
 ) -> dict[str, Any]:
@@ -316,9 +326,13 @@ def load_side(
         return {stack: dict(document)}
     if state_only:
         raise DocumentError(f"{where}: expected a `pulumi stack export` document (with a `deployment` object)")
+    if _failed(document):
+        raise DocumentError(f"{where}: the plan failed, so there is nothing to review: {_failed(document)}")
     plans = {str(document["stack"]): document} if "resources" in document and "stack" in document else document
     for name, plan in plans.items():
         if not isinstance(plan, Mapping):
             raise DocumentError(f"{where}: `{name}` is not a plan (`python -m components plan --all --json` output)")
+        if _failed(plan):
+            raise DocumentError(f"{where}: `{name}` could not be planned, so nothing can be reviewed: {_failed(plan)}")
         _check_resources(plan.get("resources", []), f"{where}: {name}", ("urn", "type", "name"))
     return {str(k): dict(v) for k, v in plans.items()}

@@ -12,6 +12,9 @@ state surgery is two reviewed steps (components/README-day2.md: Tearing down pro
 ``plan_teardown`` predicts step 2 on an offline plan or on the real state (``pulumi stack export``):
 it refuses while step 1 is missing (a protected cluster or pool would make the destroy stop short),
 and after the destroy, on the state, it lists what stayed. Pure functions; no Pulumi import.
+
+The destroy runs in the engine's steps (:func:`deletion_steps`), which components/README-day2.md
+("Teardown") describes by resource kind; tests/test_day2.py holds the two to each other.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class Item:
     """Pulumi resource name."""
     physical: str | None
     """Cloud or Kubernetes name (bucket, cluster, pool, object) when the inputs give one."""
+    step: int | None = None
+    """The step of the destroy that deletes it (1 first; :func:`deletion_steps`); None when kept."""
 
     def __str__(self) -> str:
         kind = self.type.rsplit(":", 1)[-1]
@@ -91,12 +96,44 @@ def _kept(resources: Sequence[plan_resources.Res]) -> set[str]:
     return kept
 
 
+def deletion_steps(resources: Sequence[plan_resources.Res], condemned: set[str]) -> dict[str, int]:
+    """URN -> the step of the destroy that deletes it, 1 first, for the ``condemned`` resources
+    (components included), as the engine schedules deletes (pulumi ``pkg/resource/deploy/
+    step_generator.go`` ``ScheduleDeletes``): it peels off, round after round, the resources none of
+    whose dependencies (parent, explicit and input dependencies, provider) is still condemned, then
+    runs the rounds in reverse, each in parallel and after the one before has finished. So a
+    resource goes only after everything that depends on it, in the step its longest chain of
+    condemned dependencies puts it in."""
+    by_urn = {r.urn: r for r in resources if r.urn in condemned}
+    providers = {r.name: r.urn for r in resources if r.type.startswith("pulumi:providers:")}
+    height: dict[str, int] = {}
+
+    def height_of(urn: str, seen: frozenset[str]) -> int:
+        if urn not in height:
+            res = by_urn[urn]
+            deps = {res.parent, *res.dependencies, providers.get(res.provider or "", "")} & by_urn.keys()
+            # A cycle cannot happen in an engine's graph; ``seen`` keeps a malformed state from recursing forever.
+            height[urn] = 1 + max((height_of(d, seen | {urn}) for d in deps - seen - {urn}), default=-1)
+        return height[urn]
+
+    for urn in by_urn:
+        height_of(urn, frozenset())
+    top = max(height.values(), default=0)
+    return {urn: top - h + 1 for urn, h in height.items()}
+
+
 def plan_teardown(resources: Sequence[plan_resources.Res]) -> TeardownPlan:
     kept = _kept(resources)
-    order = step_model.topological(resources)  # the engine deletes dependents first
-    gone = sorted((r for r in resources if r.custom and r.urn not in kept), key=lambda r: -order.get(r.urn, 0))
-    destroyed = [Item(r.type, r.name, _physical(r)) for r in gone if not r.retain_on_delete]
-    released = [Item(r.type, r.name, _physical(r)) for r in gone if r.retain_on_delete]
+    engine_steps = deletion_steps(resources, {r.urn for r in resources} - kept)
+    order = step_model.topological(resources)  # within a step: dependents first, as before
+    gone = sorted(
+        (r for r in resources if r.custom and r.urn not in kept), key=lambda r: (engine_steps[r.urn], -order.get(r.urn, 0))
+    )
+    # Numbered over the steps that delete a cloud or Kubernetes object (a component's delete is a no-op).
+    number = {step: n for n, step in enumerate(sorted({engine_steps[r.urn] for r in gone}), 1)}
+    steps = {r.urn: number[engine_steps[r.urn]] for r in gone}
+    destroyed = [Item(r.type, r.name, _physical(r), steps[r.urn]) for r in gone if not r.retain_on_delete]
+    released = [Item(r.type, r.name, _physical(r), steps[r.urn]) for r in gone if r.retain_on_delete]
     retained = [Item(r.type, r.name, _physical(r)) for r in resources if r.custom and r.urn in kept]
     blockers = [
         f"{r.type.rsplit(':', 1)[-1]} `{_physical(r) or r.name}` is protected"
@@ -127,11 +164,24 @@ def render(stack: str, environment: str, plan: TeardownPlan) -> str:
             "remove it again before the stack is ever brought back up"
         )
         return "\n".join(lines) + "\n"
-    lines.append(f"destroyed ({len(plan.destroyed)}):")
-    lines += [f"  - {i}" for i in plan.destroyed]
+    steps = sorted({i.step for i in (*plan.destroyed, *plan.released) if i.step is not None})
+    lines.append(
+        f"destroyed ({len(plan.destroyed)})"
+        + (
+            f" in {len(steps)} steps (each starts when the one before has finished; a step's resources go in parallel)"
+            if steps
+            else ""
+        )
+        + ":"
+    )
+    for step in steps:
+        here = [i for i in plan.destroyed if i.step == step]
+        if here:
+            lines.append(f"  step {step}:")
+            lines += [f"  - {i}" for i in here]
     if plan.released:
         lines.append(f"removed from the stack, not deleted (retainOnDelete) ({len(plan.released)}):")
-        lines += [f"  - {i}" for i in plan.released]
+        lines += [f"  - {i} (step {i.step})" for i in plan.released]
     lines.append(f"retained in GCP and in the stack ({len(plan.retained)}):")
     lines += [f"  - {i}" for i in plan.retained] or ["  - nothing"]
     return "\n".join(lines) + "\n"

@@ -141,6 +141,7 @@ from .object_meta import (
 __all__ = [
     "CONTROLLER_RESOURCES",
     "CUSTOM_RESOURCE_SCHEMAS",
+    "GATEWAY_SCHEMAS",
     "KUBERNETES_VERSION",
     "SCHEMA_DIR",
     "validate_all",
@@ -159,9 +160,17 @@ CONTROLLER_RESOURCES: Mapping[tuple[str, str], str] = MappingProxyType(
     {(r.api_version, r.kind): c.name for c in CONTROLLERS.values() for r in c.resources}
 )
 
+#: The GKE Inference Gateway front door's kinds (``workload.frontDoor.type: gateway``), declared once in
+#: ``components.crds.releases.MANAGED["gke-gateway"]``: ``(apiVersion, kind)`` -> vendored schema.
+GATEWAY_SCHEMAS: Mapping[tuple[str, str], str] = MappingProxyType(
+    {(r.api_version, r.kind): r.schema for r in MANAGED["gke-gateway"].resources if r.schema is not None}
+)
+
 #: ``(apiVersion, kind)`` -> vendored schema file relative to :data:`SCHEMA_DIR`.
 CUSTOM_RESOURCE_SCHEMAS: Mapping[tuple[str, str], str] = MappingProxyType(
-    {(r.api_version, r.kind): r.schema for m in MANAGED.values() for r in m.resources if r.schema is not None}
+    {
+        **{(r.api_version, r.kind): r.schema for m in MANAGED.values() for r in m.resources if r.schema is not None},
+    }
 )
 
 _MAX_MESSAGE = 400
@@ -467,7 +476,7 @@ def _object_problems(
     if not kind_ok:
         yield ("kind", f"missing or malformed: {kind!r}")
     if api_version_ok and kind_ok and isinstance(api_version, str) and isinstance(kind, str):
-        if (api_version, kind) in CUSTOM_RESOURCES:
+        if (api_version, kind) in CUSTOM_RESOURCES or (api_version, kind) in CUSTOM_RESOURCE_SCHEMAS:
             yield from _custom_resource_problems(obj, kubernetes_version, controller_versions)
         elif _is_builtin_api_version(api_version):
             yield from _builtin_problems(obj, kubernetes_version)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from . import jetstream, maxtext_ray, saxml, vllm
+from . import jetstream, maxtext_jobset, maxtext_ray, saxml, vllm
 from .kind import WorkloadKindInfo
 
 KINDS: tuple[WorkloadKindInfo, ...] = (
@@ -13,6 +13,7 @@ KINDS: tuple[WorkloadKindInfo, ...] = (
     saxml.KIND,
     vllm.KIND,
     maxtext_ray.KIND,
+    maxtext_jobset.KIND,
 )
 
 BY_KIND: Mapping[str, WorkloadKindInfo] = MappingProxyType({info.kind: info for info in KINDS})

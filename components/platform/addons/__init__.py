@@ -1,7 +1,8 @@
 """Cluster-level features, one module each, that a stack or a workload kind opts into as a function
 of its settings: Helm-installed controllers (``controllers``), capacity scheduling
-(``capacity_scheduling``: ComputeClass, Kueue) and the Custom Metrics Stackdriver Adapter
-(``metrics_adapter``).
+(``capacity_scheduling``: ComputeClass, Kueue), the Custom Metrics Stackdriver Adapter
+(``metrics_adapter``) and the VPC side of a gateway front door (``inference_gateway``: the proxy-only
+subnet).
 
 ``controllers`` is the building block the others and the workload kinds register controllers with
 (a kind's ``addons`` function names the ones its settings need: ``lws``, ``jobset``). Every other

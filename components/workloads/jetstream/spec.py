@@ -344,7 +344,16 @@ class JetstreamSpec(Spec):
                     "set workload.perDeviceBatchSize (the seeds use 6 for 405B, 27 for 70B)",
                 )
             )
-        return rules
+        from ...config.front_door import refuse_gateway
+
+        # The endpoint picker reads vLLM, SGLang, trtllm-serve and Triton gauges only (llm-d-router v0.10.0
+        # pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go) and parses OpenAI request bodies.
+        return rules + refuse_gateway(
+            config,
+            "JetStream's HTTP server answers /generate with its own request body, not the OpenAI API the endpoint "
+            "picker parses for prefix scoring, and its jetstream_* metrics are none of the engines' whose queue and "
+            "KV-cache gauges the picker reads (vLLM, SGLang, trtllm-serve, Triton), so every scorer would see nothing",
+        )
 
 
 class JetstreamWorkload(WorkloadBase):

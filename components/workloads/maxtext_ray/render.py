@@ -32,7 +32,7 @@ from ...config.gke_rules import QUEUED_PROVISIONING
 from ...config.resolve import StackPlan, workload_of
 from ...config.stack import StackConfig
 from ...render import netpol
-from ...render.core import common_labels, with_baseline_security
+from ...render.core import common_labels, override_value, with_baseline_security
 from .spec import repository_id, settings
 
 CLUSTER_NAME = "maxtext-tpu-cluster"
@@ -177,14 +177,6 @@ def output_url(stack: StackPlan) -> str:
     return f"gs://{config.bucket_name(spec.bucket)}/{spec.output_dir}/{run_name(stack)}/"
 
 
-def _arg(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
 def maxtext_overrides(stack: StackPlan) -> list[str]:
     """MaxText ``key=value`` overrides in the seed's order; parallelism from the plan, extras last."""
     config = stack.config
@@ -203,7 +195,7 @@ def maxtext_overrides(stack: StackPlan) -> list[str]:
         ("run_name", run_name(stack)),
         *sorted(spec.maxtext_args.items()),
     ]
-    return [f"{key}={_arg(value)}" for key, value in derived]
+    return [f"{key}={override_value(value)}" for key, value in derived]
 
 
 def trainer_argv(stack: StackPlan) -> list[str]:

@@ -24,6 +24,7 @@ from ...catalog.models import MODELS
 from ...config import naming
 from ...config.base import BucketNeed, Spec
 from ...config.errors import raise_rules, rule
+from ...config.front_door import refuse_gateway
 from ...config.isolation import Claim
 from ...config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
 
@@ -289,7 +290,7 @@ class MaxTextRaySpec(Spec):
 
     def stack_rules(self, config: StackConfig) -> list[dict[str, Any]]:
         """Rules across the stack (paths relative to ``gke-tpu-llm:``)."""
-        rules: list[dict[str, Any]] = []
+        rules: list[dict[str, Any]] = refuse_gateway(config, "MaxText on Ray trains; it serves no requests")
         if config.tpu.slices != 1:
             rules.append(
                 rule(

@@ -248,8 +248,9 @@ def render_model_servers(stack: StackPlan, *, namespace: str, service_account: s
             {"name": "tpu-runtime", "containerPort": TPU_RUNTIME_PORT, "protocol": "TCP"},
         ],
         "resources": {
-            "requests": {"google.com/tpu": tpu.tpu_per_host},
-            "limits": {"google.com/tpu": tpu.tpu_per_host},
+            # Quantities are strings in the Kubernetes schema.
+            "requests": {"google.com/tpu": str(tpu.tpu_per_host)},
+            "limits": {"google.com/tpu": str(tpu.tpu_per_host)},
         },
         "securityContext": security,
     }

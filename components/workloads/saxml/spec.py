@@ -139,8 +139,16 @@ class SaxmlSpec(Spec):
 
     def stack_rules(self, config: Any) -> list[dict[str, Any]]:
         """Rules across the stack: the HTTP server's internal LoadBalancer names its clients by address
-        in its NetworkPolicy, which needs GKE Dataplane V2."""
-        return load_balancer_dataplane_rules("cluster.dataplane", config.cluster.dataplane)
+        in its NetworkPolicy, which needs GKE Dataplane V2. No gateway: the endpoint picker reads vLLM,
+        SGLang, trtllm-serve and Triton gauges only (llm-d-router v0.10.0 metrics/factories.go)."""
+        from ...config.front_door import refuse_gateway
+
+        return load_balancer_dataplane_rules("cluster.dataplane", config.cluster.dataplane) + refuse_gateway(
+            config,
+            "the sax-http server answers /generate with Saxml's own request body (no OpenAI API for the endpoint "
+            "picker to parse) and exports no queue or KV-cache metrics, so the picker's scorers would see nothing; "
+            "it also has no authentication of its own",
+        )
 
     def bucket_needs(self, config: Any) -> tuple[BucketNeed, ...]:
         """The admin server keeps its state in the `sax` bucket and must be able to write it: it

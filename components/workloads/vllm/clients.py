@@ -8,6 +8,7 @@ from __future__ import annotations
 from ...config.resolve import StackPlan
 from ...config.workload import serving_scenario
 from ...render.benchmark import BenchmarkClient, num_prompts, server_url
+from .engine import server_image
 from .render import (
     API_KEY_SECRET_NAME,
     NAME,
@@ -93,7 +94,7 @@ def benchmark_client(plan: StackPlan, *, namespace: str, service_account: str) -
     )
     return BenchmarkClient(
         engine="vllm",
-        image=spec.image,
+        image=server_image(plan.config),
         args=args,
         version_command="python3 -c 'import vllm; print(vllm.__version__)'",
         service=NAME,

@@ -7,8 +7,13 @@ hold it encrypted / as a placeholder), the Deployment (single-host slice) or, on
 the LWS controller (pinned Helm release) and the LeaderWorkerSet (Ray head + ``vllm serve`` on the
 leader) reading weights through the GCS FUSE bucket volume, the LoadBalancer Service, the
 PodMonitoring and, with autoscaling, the HorizontalPodAutoscaler. The HPA reads its metric through
-the Custom Metrics Stackdriver Adapter, a cluster add-on the kind opts into with autoscaling
-(``components.platform.addons.metrics_adapter``, installed by the program before the workload).
+GKE's AutoscalingMetric (``via: autoscalingMetric``, registered here) or the Custom Metrics Stackdriver
+Adapter, a cluster add-on the kind opts into (``components.platform.addons.metrics_adapter``, installed
+by the program before the workload); ``components.workloads.vllm.autoscaling`` decides which.
+
+With ``workload.frontDoor.type: gateway`` the Service is ClusterIP and ``InferenceGateway`` registers
+the GKE Inference Gateway in front of it (``components.render.gateway``): a component of its own, so
+moving a stack between the two front doors adds or removes only it (and flips the Service's type).
 """
 
 from __future__ import annotations
@@ -18,15 +23,18 @@ from typing import Any
 
 import pulumi
 
+from ...config.front_door import IAP_SECRETS
 from ...config.resolve import StackPlan
 from ...platform import k8s as k8s_objects
 from ...platform.addons import metrics_adapter
 from ...platform.addons.controllers import HelmController
+from ...platform.addons.inference_gateway import NAME as INFERENCE_GATEWAY
 from ...platform.gke import GkeCluster
 from ...platform.identity import WorkloadIdentity
 from ...platform.network_policies import network_policies
 from ...platform.storage import StackBucket
-from . import clients
+from ...render import gateway
+from . import autoscaling, clients, disagg_render
 from . import render as render
 from .spec import API_KEY_SECRET, settings
 
@@ -80,24 +88,116 @@ class VllmServer(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             server_deps.append(self.controller.release)
-        self.deployment = k8s_objects.create(
-            render.render_server(
-                stack,
-                namespace=namespace,
-                service_account=identity.service_account_name,
-                bucket_name=config.bucket_name(settings(config).bucket),  # = bucket's name
-            ),
-            f"{name}-lws" if render.multi_host(stack) else f"{name}-deployment",
-            k8s_opts(server_deps),
-        )
-        self.service = k8s_objects.create(render.render_service(stack, namespace=namespace), f"{name}-service", k8s_opts())
-        k8s_objects.create(render.render_pod_monitoring(stack, namespace=namespace), f"{name}-podmonitoring", k8s_opts())
-        if adapter is not None:
-            # The HPA reads its metric through the adapter's APIService.
-            k8s_objects.create(render.render_hpa(stack, namespace=namespace), f"{name}-hpa", k8s_opts([self.deployment, adapter]))
+        bucket_name = config.bucket_name(settings(config).bucket)
+        identity_args = {"service_account": identity.service_account_name, "bucket_name": bucket_name}
+        if disagg_render.is_disaggregated(stack):
+            # Prefill and decode Deployments, each on its pool; the Service selects the decode pods' sidecars.
+            roles = disagg_render.render_servers(stack, namespace=namespace, **identity_args)
+            self.deployment, *_ = [
+                k8s_objects.create(obj, obj['metadata']['name'], k8s_opts(server_deps)) for obj in roles
+            ]
+            service = disagg_render.render_service(stack, namespace=namespace)
+            monitorings = disagg_render.render_pod_monitorings(stack, namespace=namespace)
+        else:
+            self.deployment = k8s_objects.create(
+                render.render_server(stack, namespace=namespace, **identity_args),
+                f"{name}-lws" if render.multi_host(stack) else f"{name}-deployment",
+                k8s_opts(server_deps),
+            )
+            service = render.render_service(stack, namespace=namespace)
+            monitorings = [render.render_pod_monitoring(stack, namespace=namespace)]
+        self.service = k8s_objects.create(service, f"{name}-service", k8s_opts())
+        for monitoring in monitorings:
+            suffix = monitoring["metadata"]["name"].removeprefix(render.NAME)  # "" keeps the aggregated stacks' name
+            k8s_objects.create(monitoring, f"{name}{suffix}-podmonitoring", k8s_opts())
+        if autoscaling.autoscaled(config):
+            if adapter is not None:  # the HPA reads its metric through the adapter's APIService
+                metric_deps: list[pulumi.Resource] = [adapter]
+            else:
+                # GKE's AutoscalingMetric, after the cluster's HPA performance profile (an in-place cluster update).
+                # Switching from the adapter, the HPA is updated to it here, and the adapter's objects and project
+                # grant are deleted only at the end of the update, after the HPA has switched.
+                metric = render.render_autoscaling_metric(stack, namespace=namespace)
+                metric_deps = [k8s_objects.create(metric, f"{name}-autoscalingmetric", k8s_opts([cluster.cluster]))]
+            hpa = render.render_hpa(stack, namespace=namespace)
+            k8s_objects.create(hpa, f"{name}-hpa", k8s_opts([self.deployment, cluster.cluster, *metric_deps]))
         status: pulumi.Output[Any] = self.service.status  # type: ignore[attr-defined]
         self.endpoint = status.apply(_endpoint_url)
         self.register_outputs({"endpoint": self.endpoint})
+
+
+class InferenceGateway(pulumi.ComponentResource):
+    """The gateway front door of the vLLM servers: endpoint picker, InferencePool, policies, Gateway, route
+    (and the body-based router when enabled), in the apply order ``gateway.render_front_door`` gives."""
+
+    TYPE = "gke-tpu-llm:vllm:InferenceGateway"
+
+    def __init__(
+        self,
+        name: str,
+        stack: StackPlan,
+        *,
+        cluster: GkeCluster,
+        identity: WorkloadIdentity,
+        server: VllmServer,
+        platform: pulumi.Resource | None = None,
+        iap_client_id: pulumi.Output[str] | None = None,
+        iap_client_secret: pulumi.Output[str] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(self.TYPE, name, None, opts)
+        namespace = identity.namespace
+        front_door = stack.config.workload.front_door
+        backend = (disagg_render if disagg_render.is_disaggregated(stack) else render).gateway_backend(stack)
+        timeout, self.timeout_reason = gateway.stack_backend_timeout(stack)
+        self.objects = objects = gateway.render_front_door(
+            backend,
+            front_door,
+            timeout,
+            namespace=namespace,
+            stack=stack.config.stack,
+            iap_client_id=iap_client_id,
+            iap_client_secret=iap_client_secret,
+        )
+        created: list[pulumi.Resource] = []
+        # The platform's gateway pieces (proxy-only subnet, certificate) exist before the Gateway names them,
+        # and on the move back the Gateway (its load balancer) goes before the subnet.
+        platform_deps = [platform] if platform is not None else []
+        for obj in objects:
+            # Each after the ones before it (the picker before the pool that names it, the pool before its
+            # policies and route), and all after the servers and the namespace.
+            after = [identity, server, *platform_deps, *created]
+            opts_k8s = pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=after)
+            label = f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}"
+            created.append(k8s_objects.create(obj, label, opts_k8s))
+        self.endpoint_command = gateway_endpoint_command(backend, namespace)
+        self.curl = gateway_curl(stack, backend, namespace)
+        self.register_outputs({"endpoint_command": self.endpoint_command, "curl": self.curl})
+
+
+def gateway_endpoint_command(backend: gateway.Backend, namespace: str) -> str:
+    """The command that prints the gateway's address (its status, once GKE has programmed the load balancer)."""
+    return f"kubectl get gateway {backend.gateway} -n {namespace} -o jsonpath='{{.status.addresses[0].value}}'"
+
+
+def gateway_curl(stack: StackPlan, backend: gateway.Backend, namespace: str) -> str:
+    """A completion request through the gateway: ``https://<hostname>`` (public) or the internal address
+    (from the VPC). Public: with an IAP identity token for the OAuth client (``gcloud auth
+    print-identity-token --audiences=<client id>``, IAP programmatic access), in ``Proxy-Authorization``
+    when vLLM's own API key takes ``Authorization``. Tokens and keys come from stdin (``curl -H @-``),
+    so none is on a command line."""
+    front_door = stack.config.workload.front_door
+    url = f"https://{front_door.hostname}" if front_door.public else f"http://$({gateway_endpoint_command(backend, namespace)})"
+    body = f'{{"model": "{backend.model}", "prompt": "San Francisco is a", "max_tokens": 7, "temperature": 0}}'
+    request = f"curl {url}/v1/completions -H \"Content-Type: application/json\" -d '{body}'"
+    api_key = settings(stack.config).service.auth == "api-key"
+    headers = []
+    if front_door.public:
+        token = "gcloud auth print-identity-token --audiences=\"$(pulumi config get gke-tpu-llm:iapClientId)\""
+        headers.append(f'printf "{"Proxy-Authorization" if api_key else "Authorization"}: Bearer %s\\n" "$({token})"')
+    if api_key:
+        headers.append(f'printf "Authorization: Bearer %s\\n" "$(pulumi config get gke-tpu-llm:{API_KEY_SECRET})"')
+    return f"{{ {'; '.join(headers)}; }} | {request} -H @-" if headers else request
 
 
 def _endpoint_url(status: Any) -> str:
@@ -130,6 +230,9 @@ def deploy(
     hf_token = pulumi.Config("gke-tpu-llm").require_secret("hfToken")
     auth = settings(config).service.auth
     api_key = pulumi.Config("gke-tpu-llm").require_secret(API_KEY_SECRET) if auth == "api-key" else None
+    front_door = config.workload.front_door
+    # The public gateway's OAuth client (presence and secrecy checked at config load, FrontDoorSpec.required_secrets).
+    iap = [pulumi.Config("gke-tpu-llm").require_secret(key) for key in IAP_SECRETS] if front_door.public else [None, None]
     adapter = (addons or {}).get(metrics_adapter.NAME)
     if metrics_adapter.needed(config) and adapter is None:  # the program installs it (program.build.ADDONS)
         raise ValueError(f"vLLM autoscaling needs the {metrics_adapter.NAME} add-on installed before the workload")
@@ -146,15 +249,53 @@ def deploy(
     namespace = identity.namespace
     # Default-deny ingress per namespace plus the flows the workload declares (render.*network_intents).
     bucket_name = config.bucket_name(settings(config).bucket)
-    objects = [
-        render.render_server(stack, namespace=namespace, service_account=identity.service_account_name, bucket_name=bucket_name),
-        render.render_service(stack, namespace=namespace),
-        render.render_pod_monitoring(stack, namespace=namespace),
-    ]
+    disaggregated = disagg_render.is_disaggregated(stack)
+    shapes = disagg_render if disaggregated else render  # which module renders the servers and their flows
+    if disaggregated:
+        account = identity.service_account_name
+        objects = [
+            *disagg_render.render_servers(stack, namespace=namespace, service_account=account, bucket_name=bucket_name),
+            disagg_render.render_service(stack, namespace=namespace),
+            *disagg_render.render_pod_monitorings(stack, namespace=namespace),
+        ]
+    else:
+        objects = [
+            render.render_server(
+                stack, namespace=namespace, service_account=identity.service_account_name, bucket_name=bucket_name
+            ),
+            render.render_service(stack, namespace=namespace),
+            render.render_pod_monitoring(stack, namespace=namespace),
+        ]
+    outputs: dict[str, Any] = {}
+    if front_door.gateway:
+        front = InferenceGateway(
+            "vllm-gateway",
+            stack,
+            cluster=cluster,
+            identity=identity,
+            server=server,
+            platform=(addons or {}).get(INFERENCE_GATEWAY),
+            iap_client_id=iap[0],
+            iap_client_secret=iap[1],
+        )
+        objects += front.objects  # the picker's pods and PodMonitoring, which its flows name
+        # Behind the gateway the Service has no address of its own: the endpoint is the gateway's.
+        outputs = {
+            "vllm_gateway": f"{namespace}/{shapes.gateway_backend(stack).gateway}",
+            "vllm_endpoint": f"https://{front_door.hostname}" if front_door.public else "what vllm_endpoint_command prints",
+            "vllm_endpoint_command": front.endpoint_command,
+            "vllm_curl": front.curl,
+            "vllm_gateway_backend_timeout": front.timeout_reason,
+            # In-cluster address of the ClusterIP Service (the benchmark Job's target), an Output of the
+            # Service so that what runs after the server (the benchmark) waits for it.
+            "vllm_in_cluster_url": server.service.id.apply(
+                lambda _: f"http://{render.NAME}.{namespace}.svc.cluster.local:{render.PORT}"
+            ),
+        }
     network_policies(
         "network-policies",
         objects,
-        render.network_intents(stack),
+        shapes.network_intents(stack),
         namespace=namespace,
         stack=config.stack,
         cluster=cluster,
@@ -166,6 +307,7 @@ def deploy(
         "vllm_endpoint": server.endpoint,
         "vllm_endpoint_command": clients.endpoint_command(namespace),
         "vllm_curl": clients.curl_example(stack, namespace),
+        **outputs,
         # Multi-host: what the LeaderWorkerSet was derived to (group size = hosts, TPU chips per pod, PP x TP).
         **(
             {

@@ -14,11 +14,11 @@ GKE tutorial serve-vllm-tpu) with their known flaws fixed:
   ``VLLM_XLA_CACHE_PATH`` on the bucket fail with "cannot create directories");
 * ``spec.replicas`` is left to the HPA when it exists, so ``pulumi up`` never fights it.
 
-The Custom Metrics Stackdriver Adapter the HPA reads its metric through is a cluster add-on the kind
-opts into (``components.platform.addons.metrics_adapter``, objects in ``components.render.custom_metrics``).
+The HPA reads its metric through GKE's AutoscalingMetric or, on older clusters, the Custom Metrics
+Stackdriver Adapter, a cluster add-on the kind opts into (``components.workloads.vllm.autoscaling``).
 
-What reaches and exercises the server (the endpoint command, a curl example, the benchmark client)
-is in ``components.workloads.vllm.clients``.
+Clients (endpoint command, curl, benchmark) are in ``components.workloads.vllm.clients``; the gateway
+front door (``workload.frontDoor.type: gateway``) in ``components.render.gateway``.
 
 On a multi-host slice the server is a LeaderWorkerSet instead (:func:`render_lws`, see its docstring
 and README "Multi-host (LWS + Ray)"): one group per slice, group size = hosts.
@@ -34,7 +34,7 @@ import math
 from typing import Any
 
 from ...config.resolve import StackPlan
-from ...render import netpol
+from ...render import gateway, netpol
 from ...render.core import (
     AUTH_ANNOTATION,
     AUTH_PATHS_ANNOTATION,
@@ -43,6 +43,8 @@ from ...render.core import (
     common_labels,
     with_baseline_security,
 )
+from . import autoscaling
+from .engine import server_image
 from .spec import (
     API_KEY_OPEN_PATHS,
     API_KEY_PATHS,
@@ -157,11 +159,6 @@ def quantity(value: float) -> str:
     return f"{round(value * 1000)}m"
 
 
-def hpa_metric_name(metric: str) -> str:
-    """Managed Prometheus gauge ``vllm:<metric>`` as the Stackdriver adapter names a Pods metric."""
-    return f"prometheus.googleapis.com|vllm:{metric}|gauge"
-
-
 def deployment_timeout_seconds(plan: StackPlan) -> int:
     """How long a rollout may take: node scale-up and image pull plus the server's startup budget."""
     return settings(plan.config).probes.startup_timeout_seconds + ROLLOUT_SLACK_SECONDS
@@ -215,6 +212,10 @@ def vllm_args(plan: StackPlan) -> list[str]:
     if spec.max_num_batched_tokens is not None:
         args.append(f"--max-num-batched-tokens={spec.max_num_batched_tokens}")
     args.append(f"--max-num-seqs={max_num_seqs(config)}")
+    # The HBM share vLLM may claim is what the capacity plan leaves beside its reserve (workload.reserveFraction,
+    # else the planner's 0.10), so the KV pool the engine allocates is the one the serving model sizes.
+    memory = plan.capacity.memory
+    args.append(f"--gpu-memory-utilization={round(1 - memory.reserve / memory.hbm, 4):g}")
     return args
 
 
@@ -312,7 +313,7 @@ def render_deployment(plan: StackPlan, *, namespace: str, service_account: str, 
     timeout = deployment_timeout_seconds(plan)
     container: dict[str, Any] = {
         "name": CONTAINER,
-        "image": spec.image,
+        "image": server_image(config),
         "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
         "args": vllm_args(plan),
         "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
@@ -369,7 +370,8 @@ def _api_key_env(plan: StackPlan) -> list[dict[str, Any]]:
 
 def _tpu_resources(plan: StackPlan) -> dict[str, Any]:
     """All of a host's chips (``google.com/tpu`` from the slice), requested and limited alike."""
-    per_host = plan.slice.tpu_per_host
+    # A quantity is a string in the Kubernetes schema (pulumi-kubernetes types it so): "8", not 8.
+    per_host = str(plan.slice.tpu_per_host)
     return {"requests": {"google.com/tpu": per_host}, "limits": {"google.com/tpu": per_host}}
 
 
@@ -428,7 +430,7 @@ def render_lws(plan: StackPlan, *, namespace: str, service_account: str, bucket_
 
     leader: dict[str, Any] = {
         "name": CONTAINER,
-        "image": spec.image,
+        "image": server_image(config),
         "command": ["/bin/bash", "-c", LEADER_SCRIPT, "vllm-leader"],
         "args": vllm_args(plan),
         "ports": [
@@ -442,7 +444,7 @@ def render_lws(plan: StackPlan, *, namespace: str, service_account: str, bucket_
     }
     worker: dict[str, Any] = {
         "name": "ray-worker",
-        "image": spec.image,
+        "image": server_image(config),
         "command": ["/bin/bash", "-c", WORKER_SCRIPT],
         "env": common_env,
         "resources": resources,
@@ -496,7 +498,8 @@ def render_service(plan: StackPlan, *, namespace: str) -> dict[str, Any]:
     # Pulumi waits for the Service's endpoints, i.e. for a ready vLLM pod: give it the same budget
     # as the Deployment's first load, not the 10-minute default.
     annotations = {"pulumi.com/timeoutSeconds": str(deployment_timeout_seconds(plan))}
-    if service.type == "internal":
+    behind_gateway = plan.config.workload.front_door.gateway  # the gateway is the load balancer: ClusterIP
+    if service.type == "internal" and not behind_gateway:
         annotations[INTERNAL_LB_ANNOTATION] = "Internal"
     if service.auth != "none":
         annotations[AUTH_ANNOTATION] = service.auth
@@ -509,14 +512,19 @@ def render_service(plan: StackPlan, *, namespace: str) -> dict[str, Any]:
         "annotations": annotations,
     }
     spec: dict[str, Any] = {
-        "type": "LoadBalancer",
+        "type": "ClusterIP" if behind_gateway else "LoadBalancer",
         "selector": server_selector(plan),
         "ports": [{"name": PORT_NAME, "port": PORT, "targetPort": PORT_NAME, "protocol": "TCP"}],
-        **netpol.load_balanced_service_fields(plan.config.cluster.dataplane),
+        **({} if behind_gateway else netpol.load_balanced_service_fields(plan.config.cluster.dataplane)),
     }
-    if service.source_ranges:
+    if service.source_ranges and not behind_gateway:
         spec["loadBalancerSourceRanges"] = list(service.source_ranges)
     return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
+
+
+def gateway_backend(plan: StackPlan) -> gateway.Backend:
+    """What the gateway front door fronts: the Service's pods (multi-host: the LWS leaders only)."""
+    return gateway.Backend(NAME, NAME, server_selector(plan), PORT, PORT_NAME, "/health", model_id(plan))
 
 
 def render_pod_monitoring(plan: StackPlan, *, namespace: str) -> dict[str, Any]:
@@ -534,45 +542,35 @@ def render_pod_monitoring(plan: StackPlan, *, namespace: str) -> dict[str, Any]:
 
 
 def render_hpa(plan: StackPlan, *, namespace: str) -> dict[str, Any]:
-    stack = plan.config.stack
-    auto = settings(plan.config).autoscaling
+    """The HPA; its metric comes through the adapter or an AutoscalingMetric (``autoscaling.render_hpa``)."""
     low, high = replicas(plan)
-    return {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": NAME, "namespace": namespace, "labels": common_labels(stack, NAME)},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": NAME},
-            "minReplicas": low,
-            "maxReplicas": high,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": hpa_metric_name(auto.metric)},
-                        "target": {"type": "AverageValue", "averageValue": quantity(auto.resolved_target)},
-                    },
-                }
-            ],
-            "behavior": {"scaleDown": {"stabilizationWindowSeconds": auto.scale_down_stabilization_seconds}},
-        },
-    }
+    labels = common_labels(plan.config.stack, NAME)
+    return autoscaling.render_hpa(plan, namespace=namespace, low=low, high=high, labels=labels)
+
+
+def render_autoscaling_metric(plan: StackPlan, *, namespace: str) -> dict[str, Any]:
+    """The AutoscalingMetric the HPA reads with ``via: autoscalingMetric`` (``autoscaling.render_autoscaling_metric``)."""
+    labels, selector = common_labels(plan.config.stack, NAME), selector_labels(plan.config.stack)
+    return autoscaling.render_autoscaling_metric(plan, namespace=namespace, selector=selector, labels=labels)
 
 
 # ---------------------------------------------------------------- network flows (components.render.netpol)
 
 
 def network_intents(plan: StackPlan) -> tuple[netpol.Intent, ...]:
-    """Who reaches the vLLM pods, and why (ports come from the Service and the PodMonitoring)."""
-    intents: tuple[netpol.Intent, ...] = (
+    """Who reaches the vLLM pods, and why (ports come from the Service and the PodMonitoring). Behind the
+    gateway the ClusterIP Service admits no client of its own: the gateway's flows replace it."""
+    front_door = plan.config.workload.front_door
+    gateway_flows = gateway.network_intents(gateway_backend(plan), front_door) if front_door.gateway else ()
+    intents: tuple[netpol.Intent, ...] = gateway_flows or (
         netpol.ServiceClients(
             "vllm-api",
             NAME,
             why="clients of the internal load balancer: the Service's source ranges (every address outside the cluster "
             "without them), whose addresses arrive unchanged (externalTrafficPolicy: Local); no pod of the cluster",
         ),
-        netpol.Scrapes("vllm-metrics", NAME, why="Managed Prometheus scrapes /metrics for the HPA's metric"),
     )
+    intents += (netpol.Scrapes("vllm-metrics", NAME, why="Managed Prometheus scrapes /metrics for the HPA's metric"),)
     if multi_host(plan):
         group = netpol.roles(NAME, WORKER)
         intents += (

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ...catalog.images import image
+from ...catalog import engine_releases as engines
 from ...catalog.models import MODELS
 from ...catalog.stackdriver_adapter import ADAPTER_IMAGE, ADAPTER_NAMESPACE
 from ...catalog.tpu import host_memory_gb_of
@@ -30,13 +30,14 @@ from ...config.gke_rules import load_balancer_dataplane_rules
 from ...config.isolation import Claim, identity_namespace_claim
 from ...config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
 from ...planner.perf import Server
+from .disagg import VllmDisaggregationSpec
 
 if TYPE_CHECKING:
     from ...catalog.tpu import TpuSlice
     from ...config.stack import StackConfig
 
-VLLM_IMAGE = image("vllm-tpu")
-"""The default vLLM TPU server image (tag and digest: components/catalog/images.json)."""
+ENGINE_DEFAULT = engines.newest_passing("vllm-tpu")
+"""The newest vLLM TPU release of the engine catalog (a stack's own default may be older: ``engine.engine_version``)."""
 
 # Hugging Face repositories of the catalog models vLLM downloads (the seed serves the base
 # meta-llama/Llama-3.1-70B; upstream manifest kubernetes-engine-samples vllm-llama3-70b.yaml).
@@ -69,7 +70,8 @@ def max_file_cache_gi(machine_type: str | None) -> int | None:
     host_gb = host_memory_gb_of(machine_type)
     return None if host_gb is None else int(host_gb * 1e9 * CACHE_HOST_MEMORY_SHARE // 2**30)
 
-# vLLM exposes these gauges; the HPA reads them through Managed Prometheus + the Stackdriver adapter.
+# vLLM exposes these gauges; the HPA reads them through GKE's AutoscalingMetric or Managed Prometheus + the
+# Stackdriver adapter (components/workloads/vllm/autoscaling.py).
 # kv_cache_usage_perc replaced gpu_cache_usage_perc (deprecated in vllm-project/vllm#18354, no longer
 # emitted by default in current releases), which GKE's tutorial still names for latency-sensitive use.
 METRICS = ("num_requests_waiting", "kv_cache_usage_perc")
@@ -127,8 +129,8 @@ class VllmServiceSpec(Spec):
                     "authentication limitations'; vllm-project/vllm#58144 on v0.27)",
                     "internal",
                     "keep type: internal (reach it from the VPC or with kubectl port-forward); to serve clients "
-                    "outside the VPC, front the internal Service with your own authenticating proxy or an "
-                    "IAP-protected Gateway",
+                    "outside the VPC, use the public gateway (workload.frontDoor: {type: gateway, exposure: public}: "
+                    "HTTPS behind Identity-Aware Proxy)",
                 )
             )
         raise_rules(rules)
@@ -193,10 +195,27 @@ class VllmAutoscalingSpec(Spec):
         "0.7 KV-cache fill, because a new TPU replica takes minutes to load and must be started before the "
         "cache is full.",
     )
-    min_replicas: Annotated[int, Field(ge=1, le=1000)] | None = Field(
+    via: Literal["autoscalingMetric", "adapter"] | None = Field(
+        None,
+        description="How the HPA gets its metric: autoscalingMetric (GKE's AutoscalingMetric, autoscaling.gke.io; no "
+        "adapter, APIService, cluster role or project-wide roles/monitoring.viewer grant, so several autoscaled stacks "
+        "may share a project; needs cluster.version >= 1.37.0-gke.3100000 and sets the cluster's HPA performance "
+        "profile) or adapter (the Custom Metrics Stackdriver Adapter; any version, one such stack per project). "
+        "Unset: autoscalingMetric when cluster.version is pinned at or above that floor, else adapter, because an "
+        "unset version (the release channel's default) is not known offline and the adapter works on every version.",
+    )
+    source: Literal["server", "endpointPicker"] = Field(
+        "server",
+        description="Where the metric is read: server (vLLM's gauge, per pod) or endpointPicker (the gateway's pool "
+        "gauges, llm_d_epp_average_queue_size or llm_d_epp_average_kv_cache_utilization, as an External metric; needs "
+        "workload.frontDoor.type: gateway and via: autoscalingMetric). Defaults to server. endpointPicker is the "
+        "signal that exists at zero replicas (the picker keeps running), so minReplicas: 0 needs it.",
+    )
+    min_replicas: Annotated[int, Field(ge=0, le=1000)] | None = Field(
         None,
         description="Fewest replicas. Unset: the pools' minimum nodes (at least 1), because each replica needs a "
-        "whole single-host node.",
+        "whole single-host node. 0 (scale to zero) only with source: endpointPicker, capacity tiers that all scale "
+        "from zero and cluster.version >= 1.37; plan prints the cold start it costs.",
     )
     max_replicas: Annotated[int, Field(ge=1, le=1000)] | None = Field(
         None,
@@ -243,11 +262,21 @@ class VllmAutoscalingSpec(Spec):
 class VllmSpec(Spec):
     """vLLM serving on a single-host (Deployment) or multi-host (LeaderWorkerSet + Ray) TPU slice."""
 
-    image: PinnedImage = Field(
-        VLLM_IMAGE.ref,
-        description="vLLM TPU server image, pinned to a released tag or digest. Defaults to "
-        f"{VLLM_IMAGE.repository}:{VLLM_IMAGE.tag} by tag and digest (components/catalog/images.json), a release "
-        "(upstream's manifest uses the floating :latest, so a restart could change the server).",
+    image: PinnedImage | None = Field(
+        None,
+        description="vLLM TPU server image, pinned to a released tag or digest (a custom build). Unset: the image of "
+        "the engine release (workload.vllm.engineVersion) from the engine catalog, by tag and digest where "
+        "components/catalog/images.json has one, because upstream's manifest uses the floating :latest and a restart "
+        "could change the server.",
+    )
+    engine_version: str | None = Field(
+        None,
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="vLLM TPU (tpu-inference) release to run, a version the engine catalog lists "
+        "(components/catalog/engine_releases.json). Unset: the release a pinned image names by tag, else the newest listed "
+        f"release in which nothing this stack selects is broken ({ENGINE_DEFAULT.version} today). A release in which a "
+        "selected feature is broken (e.g. the TPUConnectorHMA KV connector in 0.27.0-0.29.0) is refused with the "
+        "release that fixes it.",
     )
     model_id: str | None = Field(
         None,
@@ -277,6 +306,13 @@ class VllmSpec(Spec):
     probes: VllmProbesSpec = Field(default_factory=VllmProbesSpec, description="Health probes.")
     autoscaling: VllmAutoscalingSpec = Field(
         default_factory=VllmAutoscalingSpec, description="Replica autoscaling on a vLLM metric."
+    )
+    disaggregation: VllmDisaggregationSpec | None = Field(
+        None,
+        description="Prefill/decode disaggregation: prefill servers on the first TPU pool, decode servers on the second "
+        "(tpu.slices: 2, single-host slices), the KV cache handed over by tpu-inference's KV connector for the model's "
+        "attention type, and the gateway's endpoint picker choosing both (needs workload.frontDoor.type: gateway). "
+        "Unset: every server prefills and decodes.",
     )
     allow_untested_parallelism: bool = Field(
         False,
@@ -330,12 +366,15 @@ class VllmSpec(Spec):
 
     def claims(self, config: StackConfig) -> tuple[Claim, ...]:
         # The adapter's KSA holds roles/monitoring.viewer on the project: a second stack installing it
-        # in the same project would share (and on destroy remove) that grant.
-        if not self.autoscaling.enabled:
+        # in the same project would share (and on destroy remove) that grant. AutoscalingMetric has none.
+        from .autoscaling import via
+
+        if not self.autoscaling.enabled or via(config) != "adapter":
             return ()
         fix = (
             "the adapter's namespace and KSA are fixed upstream, so one autoscaled vLLM stack per project: give one "
-            "stack another gcp:project, or set workload.vllm.autoscaling.enabled: false in one"
+            "stack another gcp:project, or set workload.vllm.autoscaling.enabled: false in one, or move both to "
+            "workload.vllm.autoscaling.via: autoscalingMetric (GKE 1.37.0-gke.3100000+), which needs no adapter"
         )
         return (identity_namespace_claim(config.project, ADAPTER_NAMESPACE, "workload.vllm.autoscaling.enabled", True, fix),)
 
@@ -351,7 +390,10 @@ class VllmSpec(Spec):
 
     def stack_rules(self, config: StackConfig) -> list[dict[str, Any]]:
         """Rules across the stack (paths relative to ``gke-tpu-llm:``); run by ``StackConfig._cross_rules``."""
-        rules: list[dict[str, Any]] = []
+        from .disagg import rules as disaggregation_rules
+        from .engine import rules as engine_rules
+
+        rules: list[dict[str, Any]] = engine_rules(config) + disaggregation_rules(config)
         workload = config.workload
         _, pool_max = pool_nodes(config)
         low, high = self.replica_bounds(config)
@@ -359,6 +401,10 @@ class VllmSpec(Spec):
         multi_host = is_multi_host(config)
         if multi_host:
             rules += self._multi_host_rules(config)
+        else:
+            from .autoscaling import rules as autoscaling_rules
+
+            rules += autoscaling_rules(config)
         for key, value in (("maxReplicas", high), ("minReplicas", low)):
             if not multi_host and value > pool_max:
                 rules.append(
@@ -410,6 +456,17 @@ class VllmSpec(Spec):
             )
         # The Service is an internal LoadBalancer whose NetworkPolicy names its clients by address.
         rules += load_balancer_dataplane_rules("cluster.dataplane", config.cluster.dataplane)
+        if config.workload.front_door.gateway and self.service.source_ranges:
+            rules.append(
+                rule(
+                    "workload.vllm.service.sourceRanges",
+                    list(self.service.source_ranges),
+                    "has no load balancer to apply to: behind the gateway the Service is ClusterIP and only the "
+                    "gateway's proxies reach the servers",
+                    "unset with workload.frontDoor.type: gateway",
+                    "remove workload.vllm.service.sourceRanges (the internal gateway admits the VPC; the public one, IAP users)",
+                )
+            )
         return rules
 
     def _multi_host_rules(self, config: StackConfig) -> list[dict[str, Any]]:
@@ -491,12 +548,16 @@ def max_num_seqs(config: StackConfig) -> int:
 
 def addons(config: StackConfig) -> frozenset[str]:
     """What the cluster needs for these settings (``WorkloadKindInfo.addons``): the GCS FUSE CSI driver
-    (weights are read from the bucket), the Custom Metrics Stackdriver Adapter when the HPA scales on a
-    vLLM metric (``components.platform.addons.metrics_adapter``) and, on a multi-host slice, the LWS
+    (weights are read from the bucket), the Custom Metrics Stackdriver Adapter when the HPA reads its
+    metric through it (``components.platform.addons.metrics_adapter``) or else GKE's HPA performance
+    profile (``AutoscalingMetric``, ``components.workloads.vllm.autoscaling``) and, on a multi-host slice, the LWS
     controller (the server is a LeaderWorkerSet; a stack whose slice is not chosen yet has none)."""
+    from .autoscaling import via
+
     wanted = {"gcsFuseCsiDriver"}
-    if settings(config).autoscaling.enabled:
-        wanted.add("metricsAdapter")
+    if settings(config).autoscaling.enabled and not (config.tpu.topology is not None and config.tpu.slice.multi_host):
+        # The adapter, or GKE's AutoscalingMetric with the cluster's HPA performance profile.
+        wanted.add("metricsAdapter" if via(config) == "adapter" else "hpaPerformanceProfile")
     if config.tpu.topology is not None and config.tpu.slice.multi_host:
         wanted.add("lws")
     return frozenset(wanted)
@@ -509,4 +570,5 @@ def serving_server(config: StackConfig, tpu: TpuSlice) -> Server:
         batch_limit=max_num_seqs(config),
         batch_limit_source=f"vLLM --max-num-seqs ({source})",
         step_token_budget=settings(config).max_num_batched_tokens,
+        disaggregated=settings(config).disaggregation is not None,  # a replica: one prefill + one decode slice
     )
