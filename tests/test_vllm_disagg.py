@@ -136,3 +136,14 @@ def test_review_of_the_move_off_jetstream(tmp_path: Path) -> None:
     deleted = {s.type.rsplit(":", 1)[-1] for s in change.prediction.of("delete")}
     assert {"vllm-prefill", "vllm-decode"} <= created
     assert "LeaderWorkerSet" in deleted
+
+
+def test_the_benchmark_job_is_refused_on_a_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The in-cluster benchmark client targets the aggregated server's Service: refused, not rendered wrong."""
+
+    def benchmark(config: dict[str, Any]) -> None:
+        config["gke-tpu-llm:workload"]["serving"]["benchmark"] = True
+
+    code, err = run_cli(["plan", "--config", str(write_stack(tmp_path, STACK, benchmark))], capsys)
+    assert code == 2
+    assert "gke-tpu-llm:workload.serving.benchmark: True runs vLLM's benchmark client" in err

@@ -163,6 +163,18 @@ def rules(config: StackConfig) -> list[dict[str, Any]]:
                 "set workload.vllm.autoscaling.enabled: false and size workload.vllm.disaggregation.{prefill,decode}.replicas",
             )
         )
+    serving = config.workload.serving
+    if serving is not None and serving.benchmark:
+        found.append(
+            rule(
+                "workload.serving.benchmark",
+                True,
+                "runs vLLM's benchmark client against the aggregated server's Service, which a prefill/decode split "
+                "does not have (its entry is the gateway)",
+                "false",
+                "set workload.serving.benchmark: false, and benchmark through the gateway's address instead",
+            )
+        )
     if tpu.topology is not None or tpu.autoscaling is not None:
         per_pool = tpu.nodes_max
         where = "tpu.autoscaling.maxNodes" if tpu.autoscaling else "the slice's hosts"
