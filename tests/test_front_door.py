@@ -23,7 +23,7 @@ from components.config.front_door import (
     backend_timeout,
 )
 from components.config.resolve import StackPlan, resolve
-from components.render import gateway, netpol
+from components.render import gateway, gateway_picker, netpol
 from components.tools import report
 from components.tools.validate import GATEWAY_SCHEMAS, validate_all
 from components.workloads.vllm import render
@@ -257,7 +257,7 @@ def test_public_is_https_only_with_the_regional_certificate() -> None:
 
 
 def test_endpoint_picker_config_scorers_weights_and_picker() -> None:
-    config = gateway.endpoint_picker_config()
+    config = gateway_picker.endpoint_picker_config()
     (profile,) = config["schedulingProfiles"]
     weights = {p["pluginRef"]: p.get("weight") for p in profile["plugins"]}
     assert weights == {"queue-scorer": 2, "kv-cache-utilization-scorer": 2, "prefix-cache-scorer": 3, "max-score-picker": None}

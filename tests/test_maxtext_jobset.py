@@ -26,6 +26,7 @@ from components.platform.addons import multi_tier_checkpointing as mtc_addon
 from components.tools import plan_training
 from components.tools.validate import validate_object
 from components.workloads.maxtext_jobset import render
+from components.workloads.maxtext_jobset import spec as jobset_spec
 from tests.conftest import ROOT, run_cli_process
 
 STACK = "llama3-8b-train-multislice"
@@ -54,7 +55,7 @@ def test_the_committed_stack_reads_as_the_helper_reads_it() -> None:
 
 
 def test_mesh_puts_ici_in_the_slice_and_dcn_across_slices(committed: StackPlan) -> None:
-    _, mesh = render.multislice_plan(committed)
+    _, mesh = jobset_spec.multislice_plan(committed)
     assert mesh.slices == 2
     assert mesh.chips_per_slice == 16
     assert dict(mesh.ici) == {"fsdp": 4, "tensor": 4}
@@ -182,7 +183,7 @@ def test_ramdisk_follows_the_stated_formula_from_the_planners_bytes(committed: S
     per_host = math.ceil(checkpoint / committed.slice.hosts)
     expected_gib = math.ceil(2 * per_host * 1.15 / 2**30)
     cpc = mtc_addon.render_checkpoint_configuration(committed.config)
-    assert cpc["spec"]["inMemoryVolumeSize"] == f"{expected_gib}Gi" == render.ramdisk_quantity(committed)
+    assert cpc["spec"]["inMemoryVolumeSize"] == f"{expected_gib}Gi"
     assert cpc["spec"]["nodeSelector"] == {"node.kubernetes.io/instance-type": "ct6e-standard-4t"}
     assert cpc["spec"]["cloudStorageBucketName"] == mtc_addon.backup_bucket_name(committed.config)
     # A larger slice holds a smaller shard per host: the RAM disk shrinks with the hosts.
@@ -247,3 +248,30 @@ def test_checkpointing_on_one_slice_exits_2(tmp_path: Path) -> None:
 
 def test_slices_that_do_not_divide_the_batch_exit_2(tmp_path: Path) -> None:
     _cli_refuses(tmp_path, _with(globalBatchSize=33), "gke-tpu-llm:workload.maxtextJobset.globalBatchSize")
+
+
+def test_an_unset_topology_exits_2_not_a_traceback(tmp_path: Path) -> None:
+    """The global batch and the DCN x ICI mesh are derived from one pinned slice shape."""
+    values = _with()
+    values["gke-tpu-llm:tpu"].pop("topology")
+    values["gke-tpu-llm:tpu"].pop("machineType", None)
+    _cli_refuses(tmp_path, values, "gke-tpu-llm:tpu.topology: None is required by maxtext-jobset")
+
+
+def test_the_program_refuses_a_mesh_problem_before_registering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mesh checks run when the stack resolves (``verify_plan``), not first in the renderer after the platform
+    has registered: resolve itself raises."""
+    from components.config.errors import ConfigError
+
+    calls: list[str] = []
+    real = jobset_spec.multislice_plan
+
+    def recorded(plan: StackPlan) -> Any:
+        calls.append(plan.config.stack)
+        return real(plan)
+
+    monkeypatch.setattr(jobset_spec, "multislice_plan", recorded)
+    resolve_values(stack_values(), STACK)
+    assert calls == [STACK]
+    with pytest.raises(ConfigError, match="globalBatchSize"):
+        resolve_values(_with(globalBatchSize=33), STACK)

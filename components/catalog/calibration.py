@@ -26,7 +26,6 @@ from . import images
 from .calibration_points import POINTS, RECORDED, Metric, PublishedResult, RecordedOnly
 
 __all__ = [
-    "CALIBRATED_KEYS",
     "DCN_BANDWIDTH_PER_HOST",
     "FACTORS",
     "FIT",
@@ -158,9 +157,6 @@ FACTORS: Mapping[str, EfficiencyFactors] = MappingProxyType(
 """Efficiency factors by factor key, one row per serving engine (named after it). A workload kind names
 its row (``WorkloadKindInfo.perf_key``, in the kind's package); ``tests/test_kind_facts.py`` holds every
 serving kind to a row that is here."""
-
-CALIBRATED_KEYS: frozenset[str] = frozenset(FIT["families"])
-"""Rows of :data:`FACTORS` fitted on their own engine's published results (the others borrow them)."""
 
 DEPLOYED_IMAGE: Mapping[str, str] = MappingProxyType(
     {"vllm": "vllm-tpu", "maxtext": "jetstream-pathways", "saxml": "sax-model-server"}

@@ -9,11 +9,6 @@ from __future__ import annotations
 
 from .calibration import DCN_BANDWIDTH_PER_HOST
 
-SRC_MAXTEXT_TIERING = (
-    "MaxText 'Optimized models tiering' https://maxtext.readthedocs.io/en/maxtext-v0.2.0/reference/models/tiering.html "
-    "(read 2026-11): Trillium (v6e) Llama 3.1 70B, 256 chips, BF16, SL=8192: 50.33% MFU"
-)
-
 SRC_GKE_MTC = (
     "GKE docs 'Train large-scale machine learning models on GKE with Multi-Tier Checkpointing' "
     "https://cloud.google.com/kubernetes-engine/docs/how-to/machine-learning/training/multi-tier-checkpointing "

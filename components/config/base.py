@@ -58,6 +58,10 @@ class Spec(BaseModel):
         own settings (a global batch spread over every slice); None: ``workload.perDeviceBatchSize``."""
         return None
 
+    def verify_plan(self, plan: Any) -> None:
+        """Checks of a workload section that need the resolved slice (``config.resolve.StackPlan``), run by
+        ``resolve`` so that a ``ConfigError`` comes before anything is registered; none by default."""
+
     def claims(self, config: Any) -> tuple[Claim, ...]:
         """Names and Workload Identity namespaces this workload section creates beyond the stack's
         own (``components.config.isolation.stack_claims``), which no other stack may share. None by default."""

@@ -70,6 +70,14 @@ def raise_rules(rules: list[dict[str, Any]]) -> None:
         raise PydanticCustomError("stack_rules", "{count} rule(s) violated", {"count": len(rules), "rules": rules})
 
 
+def rules_error(rules: list[dict[str, Any]]) -> ConfigError:
+    """The ``ConfigError`` of stack rules (paths relative to ``gke-tpu-llm:``) a renderer meets after the
+    config should have refused them: the violations ``error_violations`` makes of the same rules."""
+    return ConfigError(
+        [Violation(format_key(r["path"].split(".")), r["value"], r["problem"], r["allowed"], r["fix"]) for r in rules]
+    )
+
+
 def format_key(loc: Sequence[str | int]) -> str:
     """A key path in stack-file spelling: ``gke-tpu-llm:tpu.topology``, ``gcp:project``."""
     if not loc:

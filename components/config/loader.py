@@ -21,19 +21,9 @@ from .front_door import FrontDoorSpec
 from .stack import StackConfig
 from .workload import WorkloadBase
 
-_TOP_KEYS = {
-    "environment",
-    "cluster",
-    "tpu",
-    "buckets",
-    "identity",
-    "workload",
-    "controllers",
-    "observability",
-    "allowTeardown",
-    "unsafeShareProjectWithNonProd",
-}
 _GCP_KEYS = {"gcp:project", "gcp:region"}
+# The stack config's own keys, as the stack file spells them (stack, project and region come from elsewhere).
+_TOP_KEYS = {f.alias or n for n, f in StackConfig.model_fields.items()} - {"stack"} - _GCP_KEYS
 
 
 def _model_at(loc: Sequence[str | int], tag: str | None = None, root: type[BaseModel] = StackConfig) -> type[BaseModel] | None:

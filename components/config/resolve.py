@@ -24,7 +24,7 @@ from .. import planner
 from ..catalog import tpu as tpu_catalog
 from ..catalog.models import MODELS, ModelArch
 from ..workloads.kind import perf_key_violation
-from .errors import DERIVED_NOTE, NAMESPACE, ConfigError, Violation, mark_defaults
+from .errors import DEFAULT_NOTE, DERIVED_NOTE, NAMESPACE, ConfigError, Violation, mark_defaults
 from .loader import parse_full_config
 from .stack import StackConfig
 from .tpu_spec import topology_layouts
@@ -394,13 +394,13 @@ def resolve(config: StackConfig) -> StackPlan:
     ConfigError otherwise, each problem about a key the stack file does not set marked as a default
     (or, for the slice's keys, as the planner's choice)."""
     try:
-        return _resolve(config)
+        plan = _resolve(config)
+        config.workload.section.verify_plan(plan)  # a kind's checks of the resolved slice, before any registration
+        return plan
     except ConfigError as error:
-        chosen = [v for v in error.violations if v.key in _SLICE_KEYS]
-        marked = {id(v): m for v, m in zip(chosen, mark_defaults(chosen, config, DERIVED_NOTE), strict=True)}
-        rest = [v for v in error.violations if v.key not in _SLICE_KEYS]
-        marked |= {id(v): m for v, m in zip(rest, mark_defaults(rest, config), strict=True)}
-        raise ConfigError([marked[id(v)] for v in error.violations]) from None
+        raw = config.model_dump(by_alias=True, exclude_unset=True)  # what the stack file sets
+        notes = [DERIVED_NOTE if v.key in _SLICE_KEYS else DEFAULT_NOTE for v in error.violations]
+        raise ConfigError([mark_defaults([v], raw, n)[0] for v, n in zip(error.violations, notes, strict=True)]) from None
 
 
 _SLICE_KEYS = frozenset(f"{NAMESPACE}:tpu.{key}" for key in ("generation", "topology", "machineType"))

@@ -23,7 +23,6 @@ tiers; $ per million output tokens is that price over the pair's output tokens.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -185,13 +184,6 @@ class Comparison:
         }
 
 
-def _sum_prices(estimates: Sequence[ServingEstimate], slices: int) -> tuple[TierPrice, ...]:
-    """Every tier's price of ``slices`` slices, from one replica's prices (one slice each)."""
-    first = estimates[0]
-    per_slice = [None if t.usd_per_hour is None else t.usd_per_hour / first.server.slices_per_replica for t in first.prices]
-    return tuple(TierPrice(t.capacity, None if p is None else p * slices) for t, p in zip(first.prices, per_slice, strict=True))
-
-
 def compare(
     arch: ModelArch,
     disaggregated: ServingEstimate,
@@ -239,7 +231,7 @@ def compare(
             output_tokens_per_s=sum(e.output_tokens_per_s for e in aggregated),
             ttft_ms=worst.ttft_ms,
             tpot_ms=worst.tpot_ms,
-            prices=_sum_prices(aggregated, slices),
+            prices=disaggregated.prices,  # the same slices at the same tiers: one P/D replica's price
         ),
         disaggregated=ModeResult(
             "disaggregated",

@@ -30,6 +30,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..catalog import tpu as tpu_catalog
+
 if TYPE_CHECKING:
     from ..config.stack import StackConfig
 
@@ -296,9 +298,9 @@ def alerts(config: StackConfig) -> list[Alert]:
             )
         )
     for t, tier in enumerate(config.tpu.tiers):
-        if tier.type not in ("flexStart", "queuedProvisioning"):
+        if tier.type not in tpu_catalog.DWS_CAPACITY_TYPES:
             continue
-        hours = tier.max_run_hours or 168
+        hours = tier.max_run_hours or tpu_catalog.DWS_MAX_RUN_HOURS  # the pool's own default (pool_settings)
         fire_s = (hours - FLEX_EXPIRY_LEAD_HOURS) * 3600
         pattern = "|".join(config.pools_of_tier(t))
         out.append(

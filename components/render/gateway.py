@@ -30,9 +30,7 @@ from ..catalog.images import image
 from ..config.front_door import GATEWAY_CLASS, HEALTH_CHECK_RANGES, FrontDoorSpec, backend_timeout
 from . import netpol
 from .core import common_labels, with_baseline_security
-from .gateway_picker import PICKER, SCORER_WEIGHTS, endpoint_picker_config
-
-__all__ = ["PICKER", "SCORER_WEIGHTS", "endpoint_picker_config"]  # their home is gateway_picker; kept here for callers
+from .gateway_picker import endpoint_picker_config
 
 if TYPE_CHECKING:
     from ..config.resolve import StackPlan

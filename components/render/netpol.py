@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..config.errors import NAMESPACE, ConfigError, Violation
+from ..config.errors import rules_error
 from ..config.gke_rules import load_balancer_dataplane_rules
 from .core import common_labels, get_path, pod_template_paths
 
@@ -228,9 +228,7 @@ def load_balanced_service_fields(dataplane: str) -> dict[str, Any]:
     same rule is raised here as a ``ConfigError`` should a config ever get this far."""
     problems = load_balancer_dataplane_rules("cluster.dataplane", dataplane)
     if problems:
-        raise ConfigError(
-            [Violation(f"{NAMESPACE}:{r['path']}", r["value"], r["problem"], r["allowed"], r["fix"]) for r in problems]
-        )
+        raise rules_error(problems)
     return dict(LOAD_BALANCED_FIELDS)
 
 

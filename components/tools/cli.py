@@ -187,7 +187,7 @@ def _roles(args: argparse.Namespace) -> int:
         # A registered type without a deployer row: a gap in components/tools/deployer_rows.py, not the stack file's.
         raise CliError("command", f"roles: {result.stack}: {error}", stack=result.stack) from None
     if args.json:
-        print(json.dumps(roles.to_dict(), separators=(",", ":")))
+        _print_json(roles.to_dict())
     elif args.format == "custom-role":
         print(custom_role_yaml(roles), end="")
     else:
@@ -247,7 +247,8 @@ def _plan_one(args: argparse.Namespace, stack_file: stacks.StackFile, all_plans:
     if args.command == "teardown":
         from .teardown import plan_teardown_of, render
 
-        teardown = plan_teardown_of(report.plan_json(result))
+        # Only the resources: the whole plan document (operations, endpoints, …) is not needed here.
+        teardown = plan_teardown_of({"resources": [r.to_dict() for r in result.resources]})
         print(render(result.stack, result.config.environment.value, teardown), end="")
         return 2 if teardown.blockers else 0  # every stack is still shown
     if args.command == "plan":

@@ -504,18 +504,6 @@ def _helm_release(inputs: Mapping[str, Any]) -> Mapping[str, str]:
     return out
 
 
-GKE_CUSTOM_RESOURCES: tuple[tuple[str, str], ...] = (
-    ("gateway.networking.k8s.io/v1", "Gateway"),
-    ("gateway.networking.k8s.io/v1", "HTTPRoute"),
-    ("inference.networking.k8s.io/v1", "InferencePool"),
-    ("networking.gke.io/v1", "GCPBackendPolicy"),
-    ("networking.gke.io/v1", "HealthCheckPolicy"),
-    ("networking.gke.io/v1", "GCPRoutingExtension"),
-)
-"""Custom resources of a gateway front door whose CRDs GKE itself installs (the Gateway API add-on,
-and InferencePool from ``components.config.front_door.GKE_VERSION_FLOOR``), so no controller release
-declares them; objects of them are ``container.thirdPartyObjects`` like any other."""
-
 KUBE_ROWS: tuple[Row, ...] = (
     *(
         _kube_row(f"kubernetes:{group or 'core'}/{version}:{kind}", (group, kind))
@@ -541,8 +529,9 @@ KUBE_ROWS: tuple[Row, ...] = (
         "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch",
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
     ),
+    # Every custom resource a controller release or GKE declares (crds/releases.py: CONTROLLERS and MANAGED,
+    # the gateway front door's kinds included).
     *(_custom_object_row(f"kubernetes:{api_version}:{kind}") for api_version, kind in CUSTOM_RESOURCES),
-    *(_custom_object_row(f"kubernetes:{api_version}:{kind}") for api_version, kind in GKE_CUSTOM_RESOURCES),
     Row(
         HELM_RELEASE,
         create=(CLUSTER_AUTH,),

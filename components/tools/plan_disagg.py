@@ -94,7 +94,3 @@ def comparison_lines(data: dict[str, Any] | None) -> list[str]:
         lines.append(f"  cheaper per output token ({tier}): {cheaper}, by {ratio:.2f}x")
     return lines
 
-
-def disagg_lines(stack_plan: StackPlan) -> list[str]:
-    """``plan``'s text: the hand-off and the comparison; empty for a stack that is not P/D."""
-    return comparison_lines(disagg_json(stack_plan))

@@ -17,7 +17,7 @@ WEIGHTS_SOURCE = (
     "the chart's defaults (llm-d-router v0.10.0 routerlib templates/_config.yaml; GAIE v1.5.0 epplib the same); "
     "upstream cites no benchmark behind them"
 )
-"""Where the scorer weights come from (``components.render.gateway.SCORER_WEIGHTS`` says the same)."""
+"""Where the scorer weights come from (``components.render.gateway_picker.SCORER_WEIGHTS`` says the same)."""
 
 
 def _picker_config(manifests: Sequence[Mapping[str, Any]], name: str, namespace: str) -> dict[str, Any] | None:

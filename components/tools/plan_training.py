@@ -14,8 +14,7 @@ from typing import Any
 from ..catalog.models import MODELS
 from ..config.resolve import StackPlan, capacities_of
 from ..planner import multislice, training_perf
-from ..workloads.maxtext_jobset import render as jobset_render
-from ..workloads.maxtext_jobset.spec import MaxTextJobsetWorkload, settings
+from ..workloads.maxtext_jobset.spec import MaxTextJobsetWorkload, multislice_plan, settings
 
 CANDIDATE_SLICES: tuple[int, ...] = (1, 2, 4, 8, 16)
 """Slice counts ``estimate`` weighs (powers of two: MaxText's DCN data split of a power-of-two batch)."""
@@ -32,7 +31,7 @@ def training_estimate(stack: StackPlan, slices: int | None = None) -> training_p
         return None
     config = stack.config
     spec = settings(config)
-    slice_plan, mesh = jobset_render.multislice_plan(stack)
+    slice_plan, mesh = multislice_plan(stack)
     if slices is not None and slices != mesh.slices:
         batch = round(mesh.per_device_batch * stack.slice.chips * slices)
         mesh = multislice.derive(slice_plan, slices, None, batch)
@@ -62,7 +61,7 @@ def plan_lines(stack: StackPlan) -> list[str]:
     e = training_estimate(stack)
     if e is None:
         return []
-    _, mesh = jobset_render.multislice_plan(stack)
+    _, mesh = multislice_plan(stack)
     lines = [
         f"Multislice mesh: {e.slices} x {e.slice_key} = {e.devices} devices; ICI {multislice_text(mesh.ici)} within a "
         f"slice, DCN {multislice_text(mesh.dcn)} across slices (hybrid {multislice_text(mesh.hybrid)}); global batch "

@@ -140,9 +140,10 @@ def print_plan(result: report.PlanResult) -> None:
     from .plan_training import print_training
 
     print_training(console, result.stack_plan)  # a training stack: step time, MFU, checkpoints, lost-slice cost
-    from .plan_disagg import disagg_lines
+    from .plan_disagg import comparison_lines
 
-    for line in disagg_lines(result.stack_plan):  # P/D: the KV hand-off, aggregated vs disaggregated
+    # P/D: the KV hand-off, aggregated vs disaggregated (computed once, for the plan document).
+    for line in comparison_lines(data["disaggregation"]):
         console.print(escape(line))
     tiers = data["capacity_tiers"]
     if len(tiers["tiers"]) > 1:  # $/h per capacity tier, first preferred (components/tools/report.py tier_costs)

@@ -11,9 +11,9 @@ from typing import Any
 
 from ..catalog import tpu as tpu_catalog
 from ..config.isolation import tenancy
-from ..config.resolve import StackPlan, resolve_values
+from ..config.resolve import StackPlan
 from ..config.stack import StackConfig
-from ..config.stack_files import StackFile, check_isolation
+from ..config.stack_files import StackFile, check_isolation, config_of
 from . import mockengine, preflight
 from .endpoints import endpoints
 from .manifests import manifests_of
@@ -37,8 +37,8 @@ class PlanResult:
 
 def plan(stack_file: StackFile) -> PlanResult:
     """Validate, then run the program offline. Raises ConfigError before running on a bad config
-    (``resolve_values``: a wrong machine type comes with the planner's verdict on its topology)."""
-    stack_plan = resolve_values(stack_file.values, stack_file.stack, stack_file.secret_keys)
+    (``stack_files.config_of``: a wrong machine type comes with the planner's verdict on its topology)."""
+    stack_plan = config_of(stack_file)
     check_isolation(stack_plan.config)
     log = io.StringIO()
     with contextlib.redirect_stdout(log):

@@ -168,9 +168,7 @@ GATEWAY_SCHEMAS: Mapping[tuple[str, str], str] = MappingProxyType(
 
 #: ``(apiVersion, kind)`` -> vendored schema file relative to :data:`SCHEMA_DIR`.
 CUSTOM_RESOURCE_SCHEMAS: Mapping[tuple[str, str], str] = MappingProxyType(
-    {
-        **{(r.api_version, r.kind): r.schema for m in MANAGED.values() for r in m.resources if r.schema is not None},
-    }
+    {(r.api_version, r.kind): r.schema for m in MANAGED.values() for r in m.resources if r.schema is not None}
 )
 
 _MAX_MESSAGE = 400
@@ -476,7 +474,7 @@ def _object_problems(
     if not kind_ok:
         yield ("kind", f"missing or malformed: {kind!r}")
     if api_version_ok and kind_ok and isinstance(api_version, str) and isinstance(kind, str):
-        if (api_version, kind) in CUSTOM_RESOURCES or (api_version, kind) in CUSTOM_RESOURCE_SCHEMAS:
+        if (api_version, kind) in CUSTOM_RESOURCES:
             yield from _custom_resource_problems(obj, kubernetes_version, controller_versions)
         elif _is_builtin_api_version(api_version):
             yield from _builtin_problems(obj, kubernetes_version)

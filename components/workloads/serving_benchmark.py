@@ -28,7 +28,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from ..config.errors import NAMESPACE, ConfigError, Violation
+from ..config.errors import rules_error
 from ..config.resolve import StackPlan
 from ..config.workload import ServingSpec, serving_scenario
 from ..platform import k8s as k8s_objects
@@ -55,9 +55,7 @@ def benchmark_client(stack: StackPlan, *, namespace: str, service_account: str) 
     target = stack.config.kind_info.benchmark
     if target is None:
         problems = benchmark_rules(stack.config.workload, BY_KIND)
-        raise ConfigError(
-            [Violation(f"{NAMESPACE}:{r['path']}", r["value"], r["problem"], r["allowed"], r["fix"]) for r in problems]
-        )
+        raise rules_error(problems)
     module_name, _, function = target.partition(":")
     client: ClientFunction = getattr(importlib.import_module(module_name), function)
     return client(stack, namespace=namespace, service_account=service_account)

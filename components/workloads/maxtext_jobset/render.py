@@ -26,17 +26,14 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from ... import planner
 from ...catalog import checkpointing as mtc
 from ...catalog import images
 from ...catalog.models import MODELS
 from ...catalog.tpu import TPU_RESOURCE
-from ...config.errors import NAMESPACE, ConfigError, Violation
 from ...config.resolve import StackPlan
-from ...planner import multislice, training_perf
 from ...render import netpol
 from ...render.core import common_labels, override_value, with_baseline_security
-from .spec import IMAGE_NAME, SECTION, global_batch, run_name, settings
+from .spec import IMAGE_NAME, multislice_plan, run_name, settings
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -51,54 +48,6 @@ RAMDISK_VOLUME = "mtc-ramdisk"
 TPU_TOLERATION = {"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 # TPU runtime and the multislice (megascale) coordinator ports xpk declares on its TPU containers.
 PORTS = (("tpu-runtime", 8471), ("megascale", 8080))
-
-
-def multislice_plan(stack: StackPlan) -> tuple[planner.Plan, multislice.MultisliceMesh]:
-    """The slice's plan at the run's per-device batch and the hybrid mesh over every slice, verified; a
-    ``ConfigError`` naming the key to change otherwise (exit 2 from the CLI)."""
-    config = stack.config
-    spec = settings(config)
-    arch = MODELS[config.workload.model]
-    total = global_batch(config)
-    per_device = total / (stack.slice.chips * config.tpu.slices)
-    try:
-        slice_plan = stack.capacity
-        if slice_plan.global_batch != per_device * stack.slice.chips:
-            workload = planner.TrainingWorkload(
-                per_device_batch_size=per_device,
-                max_target_length=config.workload.max_target_length,
-                reserve_fraction=config.workload.reserve_fraction,
-                parallelism=config.workload.parallelism,
-            )
-            slice_plan = planner.verify_slice(arch, workload, stack.slice)
-        mesh = multislice.derive(slice_plan, config.tpu.slices, spec.dcn_parallelism, total)
-    except planner.PlanError as error:
-        key, value = {
-            "parallelism": (f"{SECTION}.dcnParallelism", spec.dcn_parallelism),
-            "batch": (f"{SECTION}.globalBatchSize", total),
-            "per_device_batch_size": (f"{SECTION}.globalBatchSize", total),
-        }.get(error.field, ("tpu.topology", config.tpu.topology))
-        raise ConfigError(
-            [Violation(f"{NAMESPACE}:{key}", value, f"cannot train {arch.name}: {error}", "", "change it")]
-        ) from None
-    if spec.multi_tier_checkpointing.enabled:
-        per_host = training_perf.checkpoint_bytes_per_host(arch, stack.slice, mesh.dcn.get("fsdp", 1))
-        ram = stack.slice.generation.host_memory_gb.get(stack.slice.tpu_per_host)
-        need = training_perf.ramdisk_bytes(per_host)
-        if ram is not None and need > ram * 10**9:
-            raise ConfigError(
-                [
-                    Violation(
-                        f"{NAMESPACE}:{SECTION}.multiTierCheckpointing.enabled",
-                        True,
-                        f"needs a {need / 2**30:.0f} GiB RAM disk per host (2 x {per_host / 1e9:.1f} GB shard + 15%), "
-                        f"more than the {ram} GB of a {stack.slice.machine_type} host",
-                        "false",
-                        "use a slice with more hosts, DCN fsdp, or turn it off",
-                    )
-                ]
-            )
-    return slice_plan, mesh
 
 
 def image_ref(stack: StackPlan) -> str:
@@ -235,10 +184,3 @@ def logs_command(stack: StackPlan) -> str:
 
 def status_command(stack: StackPlan) -> str:
     return f"kubectl get jobset {run_name(stack.config)} -n {stack.config.namespace}"
-
-
-def ramdisk_quantity(stack: StackPlan) -> str:
-    """The MTC ramdisk per host (``CheckpointConfiguration.spec.inMemoryVolumeSize``) from the planner's bytes."""
-    _, mesh = multislice_plan(stack)
-    arch = MODELS[stack.config.workload.model]
-    return training_perf.ramdisk_quantity(training_perf.checkpoint_bytes_per_host(arch, stack.slice, mesh.dcn.get("fsdp", 1)))

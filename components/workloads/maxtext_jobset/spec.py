@@ -19,14 +19,17 @@ from ...catalog import images
 from ...catalog.models import MODELS
 from ...config import naming
 from ...config.base import BucketNeed, Spec
-from ...config.errors import rule
+from ...config.errors import NAMESPACE, ConfigError, Violation, rule
 from ...config.front_door import refuse_gateway
 from ...config.gke_rules import pinned_at_least
 from ...config.isolation import Claim, identity_namespace_claim
 from ...config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
 
 if TYPE_CHECKING:
+    from ...config.resolve import StackPlan
     from ...config.stack import StackConfig
+    from ...planner import Plan
+    from ...planner.multislice import MultisliceMesh
 
 IMAGE_NAME = "maxtext-tpu-pre-training"
 """Row of the image catalog (``components/catalog/images.json``): MaxText's release pre-training image, the
@@ -143,6 +146,17 @@ class MaxTextJobsetSpec(Spec):
         """Rules across the stack (paths relative to ``gke-tpu-llm:``)."""
         rules: list[dict[str, Any]] = refuse_gateway(config, "MaxText on JobSet trains; it serves no requests")
         w, slices = config.workload, config.tpu.slices
+        if config.tpu.topology is None:
+            rules.append(
+                rule(
+                    "tpu.topology",
+                    None,
+                    "is required by maxtext-jobset: the global batch and the DCN x ICI mesh are derived from one "
+                    "pinned slice shape",
+                    "a topology of tpu.generation (stacks/CONFIGURATION.md)",
+                    "set tpu.topology (and tpu.machineType where the topology has several VM layouts)",
+                )
+            )
         if w.serving is not None:
             rules.append(
                 rule("workload.serving", "set", "is a serving scenario, and maxtext-jobset trains", "unset", "remove it")
@@ -217,6 +231,11 @@ class MaxTextJobsetSpec(Spec):
             )
         rules += self._mtc_rules(config)
         return rules
+
+    def verify_plan(self, plan: StackPlan) -> None:
+        # The multislice mesh and the multi-tier checkpointing RAM disk need the resolved slice: checked at
+        # resolve, so `pulumi up` refuses before registering anything (the renderer would be too late).
+        multislice_plan(plan)
 
     def per_device_batch(self, config: StackConfig) -> float | None:
         # The global batch over every chip of every slice: what one device holds in a step.
@@ -328,3 +347,47 @@ def run_name(config: StackConfig) -> str:
     if configured is not None:
         return configured
     return naming.fit(f"{config.workload.model}-{config.tpu.slices}x{config.tpu.slice.key}".replace(".", "-"), 32)
+
+
+def multislice_plan(stack: StackPlan) -> tuple[Plan, MultisliceMesh]:
+    """The slice's plan at the run's per-device batch and the hybrid mesh over every slice, verified; a
+    ``ConfigError`` naming the key to change otherwise (exit 2 from the CLI). Run by ``verify_plan`` when
+    the stack resolves, and by the renderer for the mesh."""
+    # Imported when used: the planner (jax) is not needed to read or validate a stack file.
+    from ...planner import PlanError, multislice, training_perf
+
+    config = stack.config
+    spec = settings(config)
+    arch = MODELS[config.workload.model]
+    total = global_batch(config)
+    # The slice was planned at the run's per-device batch (``spec.per_device_batch``, config.resolve).
+    slice_plan = stack.capacity
+    try:
+        mesh = multislice.derive(slice_plan, config.tpu.slices, spec.dcn_parallelism, total)
+    except PlanError as error:
+        key, value = {
+            "parallelism": (f"{SECTION}.dcnParallelism", spec.dcn_parallelism),
+            "batch": (f"{SECTION}.globalBatchSize", total),
+            "per_device_batch_size": (f"{SECTION}.globalBatchSize", total),
+        }.get(error.field, ("tpu.topology", config.tpu.topology))
+        raise ConfigError(
+            [Violation(f"{NAMESPACE}:{key}", value, f"cannot train {arch.name}: {error}", "", "change it")]
+        ) from None
+    if spec.multi_tier_checkpointing.enabled:
+        per_host = training_perf.checkpoint_bytes_per_host(arch, stack.slice, mesh.dcn.get("fsdp", 1))
+        ram = stack.slice.generation.host_memory_gb.get(stack.slice.tpu_per_host)
+        need = training_perf.ramdisk_bytes(per_host)
+        if ram is not None and need > ram * 10**9:
+            raise ConfigError(
+                [
+                    Violation(
+                        f"{NAMESPACE}:{SECTION}.multiTierCheckpointing.enabled",
+                        True,
+                        f"needs a {need / 2**30:.0f} GiB RAM disk per host (2 x {per_host / 1e9:.1f} GB shard + 15%), "
+                        f"more than the {ram} GB of a {stack.slice.machine_type} host",
+                        "false",
+                        "use a slice with more hosts, DCN fsdp, or turn it off",
+                    )
+                ]
+            )
+    return slice_plan, mesh

@@ -237,6 +237,7 @@ def render_autoscaling_metric(
 
 
 def _quantity(value: float) -> str:
+    """A Kubernetes quantity: whole numbers as-is, fractions in milli-units (0.7 -> '700m')."""
     return str(int(value)) if float(value).is_integer() else f"{round(value * 1000)}m"
 
 

@@ -47,6 +47,10 @@ class VllmServer(pulumi.ComponentResource):
     service: pulumi.CustomResource
     deployment: pulumi.CustomResource
     endpoint: pulumi.Output[str]
+    objects: list[dict[str, Any]]
+    """The server objects as rendered (workloads, Service, PodMonitorings): what the NetworkPolicies derive from."""
+    shapes: Any
+    """The module that renders this server's shape: ``disagg_render`` for a prefill/decode split, else ``render``."""
 
     def __init__(
         self,
@@ -92,20 +96,22 @@ class VllmServer(pulumi.ComponentResource):
         identity_args = {"service_account": identity.service_account_name, "bucket_name": bucket_name}
         if disagg_render.is_disaggregated(stack):
             # Prefill and decode Deployments, each on its pool; the Service selects the decode pods' sidecars.
-            roles = disagg_render.render_servers(stack, namespace=namespace, **identity_args)
+            self.shapes = disagg_render
+            servers = disagg_render.render_servers(stack, namespace=namespace, **identity_args)
             self.deployment, *_ = [
-                k8s_objects.create(obj, obj['metadata']['name'], k8s_opts(server_deps)) for obj in roles
+                k8s_objects.create(obj, obj['metadata']['name'], k8s_opts(server_deps)) for obj in servers
             ]
             service = disagg_render.render_service(stack, namespace=namespace)
             monitorings = disagg_render.render_pod_monitorings(stack, namespace=namespace)
         else:
+            self.shapes = render
+            servers = [render.render_server(stack, namespace=namespace, **identity_args)]
             self.deployment = k8s_objects.create(
-                render.render_server(stack, namespace=namespace, **identity_args),
-                f"{name}-lws" if render.multi_host(stack) else f"{name}-deployment",
-                k8s_opts(server_deps),
+                servers[0], f"{name}-lws" if render.multi_host(stack) else f"{name}-deployment", k8s_opts(server_deps)
             )
             service = render.render_service(stack, namespace=namespace)
             monitorings = [render.render_pod_monitoring(stack, namespace=namespace)]
+        self.objects = [*servers, service, *monitorings]
         self.service = k8s_objects.create(service, f"{name}-service", k8s_opts())
         for monitoring in monitorings:
             suffix = monitoring["metadata"]["name"].removeprefix(render.NAME)  # "" keeps the aggregated stacks' name
@@ -148,7 +154,7 @@ class InferenceGateway(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         namespace = identity.namespace
         front_door = stack.config.workload.front_door
-        backend = (disagg_render if disagg_render.is_disaggregated(stack) else render).gateway_backend(stack)
+        self.backend = backend = server.shapes.gateway_backend(stack)
         timeout, self.timeout_reason = gateway.stack_backend_timeout(stack)
         self.objects = objects = gateway.render_front_door(
             backend,
@@ -247,25 +253,9 @@ def deploy(
         api_key=api_key,
     )
     namespace = identity.namespace
-    # Default-deny ingress per namespace plus the flows the workload declares (render.*network_intents).
-    bucket_name = config.bucket_name(settings(config).bucket)
-    disaggregated = disagg_render.is_disaggregated(stack)
-    shapes = disagg_render if disaggregated else render  # which module renders the servers and their flows
-    if disaggregated:
-        account = identity.service_account_name
-        objects = [
-            *disagg_render.render_servers(stack, namespace=namespace, service_account=account, bucket_name=bucket_name),
-            disagg_render.render_service(stack, namespace=namespace),
-            *disagg_render.render_pod_monitorings(stack, namespace=namespace),
-        ]
-    else:
-        objects = [
-            render.render_server(
-                stack, namespace=namespace, service_account=identity.service_account_name, bucket_name=bucket_name
-            ),
-            render.render_service(stack, namespace=namespace),
-            render.render_pod_monitoring(stack, namespace=namespace),
-        ]
+    # Default-deny ingress per namespace plus the flows the workload declares (render.*network_intents),
+    # derived from the objects the components rendered.
+    objects = list(server.objects)
     outputs: dict[str, Any] = {}
     if front_door.gateway:
         front = InferenceGateway(
@@ -281,7 +271,7 @@ def deploy(
         objects += front.objects  # the picker's pods and PodMonitoring, which its flows name
         # Behind the gateway the Service has no address of its own: the endpoint is the gateway's.
         outputs = {
-            "vllm_gateway": f"{namespace}/{shapes.gateway_backend(stack).gateway}",
+            "vllm_gateway": f"{namespace}/{front.backend.gateway}",
             "vllm_endpoint": f"https://{front_door.hostname}" if front_door.public else "what vllm_endpoint_command prints",
             "vllm_endpoint_command": front.endpoint_command,
             "vllm_curl": front.curl,
@@ -295,7 +285,7 @@ def deploy(
     network_policies(
         "network-policies",
         objects,
-        shapes.network_intents(stack),
+        server.shapes.network_intents(stack),
         namespace=namespace,
         stack=config.stack,
         cluster=cluster,

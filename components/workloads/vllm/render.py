@@ -152,13 +152,6 @@ def server_selector(plan: StackPlan) -> dict[str, str]:
     return {**labels, WORKER_INDEX_LABEL: "0"} if multi_host(plan) else labels
 
 
-def quantity(value: float) -> str:
-    """A Kubernetes quantity: whole numbers as-is, fractions in milli-units (0.7 -> '700m')."""
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{round(value * 1000)}m"
-
-
 def deployment_timeout_seconds(plan: StackPlan) -> int:
     """How long a rollout may take: node scale-up and image pull plus the server's startup budget."""
     return settings(plan.config).probes.startup_timeout_seconds + ROLLOUT_SLACK_SECONDS
