@@ -420,3 +420,23 @@ def test_committed_public_stack_plans_with_its_iap_client() -> None:
     (gw,) = [m for m in manifests if m["kind"] == "Gateway"]
     assert [listener["port"] for listener in gw["spec"]["listeners"]] == [443]
     assert result.outputs["vllm_endpoint"] == "https://llm.example.com"
+
+
+def test_the_gateway_curl_reads_tokens_from_stdin_never_argv() -> None:
+    """The stack output ``vllm_curl`` (``clients.gateway_curl``): internal through the gateway's address;
+    public over HTTPS with an IAP identity token for the OAuth client, passed on stdin (``curl -H @-``)."""
+    from components.workloads.vllm import clients, disagg_render
+    from components.workloads.vllm import render as vllm_render
+
+    internal = planned("llama-70b").stack_plan
+    backend = vllm_render.gateway_backend(internal)
+    command = clients.gateway_curl(internal, backend, "llama-70b")
+    assert command.startswith(f"curl http://$({clients.gateway_endpoint_command(backend, 'llama-70b')})/v1/completions")
+    assert "Authorization" not in command
+    public = planned("llama-405b-ironwood").stack_plan
+    command = clients.gateway_curl(public, vllm_render.gateway_backend(public), "llama-405b-ironwood")
+    assert "curl https://llm.example.com/v1/completions" in command
+    assert "gcloud auth print-identity-token --audiences=" in command
+    assert command.endswith("-H @-")
+    split = planned("llama-70b-disagg").stack_plan
+    assert disagg_render.gateway_backend(split).model in clients.gateway_curl(split, disagg_render.gateway_backend(split), "x")

@@ -456,6 +456,12 @@ class TpuSpec(Spec):
         return found
 
     @property
+    def pinned_multi_host(self) -> bool:
+        """Whether a pinned topology's slice spans several hosts (False while the topology is unset: the
+        planner's choice, which the rules that depend on it see once the stack resolves)."""
+        return self.topology is not None and self.slice.multi_host
+
+    @property
     def region(self) -> str:
         return tpu_catalog.zone_region(self.zone)
 

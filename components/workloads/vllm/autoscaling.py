@@ -97,8 +97,7 @@ def via(config: StackConfig) -> Via:
 
 def autoscaled(config: StackConfig) -> bool:
     """An HPA scales the server (single-host slices only: multi-host refuses autoscaling)."""
-    multi_host = config.tpu.topology is not None and config.tpu.slice.multi_host
-    return bool(_auto(config).enabled) and not multi_host
+    return bool(_auto(config).enabled) and not config.tpu.pinned_multi_host
 
 
 def rules(config: StackConfig) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ...config.resolve import StackPlan
 from ...config.workload import serving_scenario
+from ...render import gateway
 from ...render.benchmark import BenchmarkClient, num_prompts, server_url
 from .engine import server_image
 from .render import (
@@ -29,10 +30,15 @@ def endpoint_command(namespace: str) -> str:
     return f"kubectl get service {NAME} -n {namespace} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'"
 
 
+def _completion_body(model: str) -> str:
+    """The tutorial's completion request body."""
+    return f'{{"model": "{model}", "prompt": "San Francisco is a", "max_tokens": 7, "temperature": 0}}'
+
+
 def curl_example(plan: StackPlan, namespace: str) -> str:
     """The tutorial's completion request against the Service's load balancer (with the API key,
     read from the stack's secret config, when the endpoint requires one)."""
-    body = f'{{"model": "{model_id(plan)}", "prompt": "San Francisco is a", "max_tokens": 7, "temperature": 0}}'
+    body = _completion_body(model_id(plan))
     url = f"http://$({endpoint_command(namespace)}):{PORT}/v1/completions"
     request = f"curl {url} -H \"Content-Type: application/json\" -d '{body}'"
     if settings(plan.config).service.auth == "api-key":
@@ -40,6 +46,31 @@ def curl_example(plan: StackPlan, namespace: str) -> str:
         key = f"pulumi config get gke-tpu-llm:{API_KEY_SECRET}"
         return f"{key} | sed 's/^/Authorization: Bearer /' | {request} -H @-"
     return request
+
+
+def gateway_endpoint_command(backend: gateway.Backend, namespace: str) -> str:
+    """The command that prints the gateway's address (its status, once GKE has programmed the load balancer)."""
+    return f"kubectl get gateway {backend.gateway} -n {namespace} -o jsonpath='{{.status.addresses[0].value}}'"
+
+
+def gateway_curl(stack: StackPlan, backend: gateway.Backend, namespace: str) -> str:
+    """A completion request through the gateway: ``https://<hostname>`` (public) or the internal address
+    (from the VPC). Public: with an IAP identity token for the OAuth client (``gcloud auth
+    print-identity-token --audiences=<client id>``, IAP programmatic access), in ``Proxy-Authorization``
+    when vLLM's own API key takes ``Authorization``. Tokens and keys come from stdin (``curl -H @-``),
+    so none is on a command line."""
+    front_door = stack.config.workload.front_door
+    url = f"https://{front_door.hostname}" if front_door.public else f"http://$({gateway_endpoint_command(backend, namespace)})"
+    body = _completion_body(backend.model)
+    request = f"curl {url}/v1/completions -H \"Content-Type: application/json\" -d '{body}'"
+    api_key = settings(stack.config).service.auth == "api-key"
+    headers = []
+    if front_door.public:
+        token = "gcloud auth print-identity-token --audiences=\"$(pulumi config get gke-tpu-llm:iapClientId)\""
+        headers.append(f'printf "{"Proxy-Authorization" if api_key else "Authorization"}: Bearer %s\\n" "$({token})"')
+    if api_key:
+        headers.append(f'printf "Authorization: Bearer %s\\n" "$(pulumi config get gke-tpu-llm:{API_KEY_SECRET})"')
+    return f"{{ {'; '.join(headers)}; }} | {request} -H @-" if headers else request
 
 
 def benchmark_client(plan: StackPlan, *, namespace: str, service_account: str) -> BenchmarkClient:

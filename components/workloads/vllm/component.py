@@ -176,34 +176,9 @@ class InferenceGateway(pulumi.ComponentResource):
             opts_k8s = pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=after)
             label = f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}"
             created.append(k8s_objects.create(obj, label, opts_k8s))
-        self.endpoint_command = gateway_endpoint_command(backend, namespace)
-        self.curl = gateway_curl(stack, backend, namespace)
+        self.endpoint_command = clients.gateway_endpoint_command(backend, namespace)
+        self.curl = clients.gateway_curl(stack, backend, namespace)
         self.register_outputs({"endpoint_command": self.endpoint_command, "curl": self.curl})
-
-
-def gateway_endpoint_command(backend: gateway.Backend, namespace: str) -> str:
-    """The command that prints the gateway's address (its status, once GKE has programmed the load balancer)."""
-    return f"kubectl get gateway {backend.gateway} -n {namespace} -o jsonpath='{{.status.addresses[0].value}}'"
-
-
-def gateway_curl(stack: StackPlan, backend: gateway.Backend, namespace: str) -> str:
-    """A completion request through the gateway: ``https://<hostname>`` (public) or the internal address
-    (from the VPC). Public: with an IAP identity token for the OAuth client (``gcloud auth
-    print-identity-token --audiences=<client id>``, IAP programmatic access), in ``Proxy-Authorization``
-    when vLLM's own API key takes ``Authorization``. Tokens and keys come from stdin (``curl -H @-``),
-    so none is on a command line."""
-    front_door = stack.config.workload.front_door
-    url = f"https://{front_door.hostname}" if front_door.public else f"http://$({gateway_endpoint_command(backend, namespace)})"
-    body = f'{{"model": "{backend.model}", "prompt": "San Francisco is a", "max_tokens": 7, "temperature": 0}}'
-    request = f"curl {url}/v1/completions -H \"Content-Type: application/json\" -d '{body}'"
-    api_key = settings(stack.config).service.auth == "api-key"
-    headers = []
-    if front_door.public:
-        token = "gcloud auth print-identity-token --audiences=\"$(pulumi config get gke-tpu-llm:iapClientId)\""
-        headers.append(f'printf "{"Proxy-Authorization" if api_key else "Authorization"}: Bearer %s\\n" "$({token})"')
-    if api_key:
-        headers.append(f'printf "Authorization: Bearer %s\\n" "$(pulumi config get gke-tpu-llm:{API_KEY_SECRET})"')
-    return f"{{ {'; '.join(headers)}; }} | {request} -H @-" if headers else request
 
 
 def _endpoint_url(status: Any) -> str:

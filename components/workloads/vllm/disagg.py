@@ -131,7 +131,7 @@ def rules(config: StackConfig) -> list[dict[str, Any]]:
                 "set tpu.slices: 2",
             )
         )
-    if tpu.topology is not None and tpu.slice.multi_host:
+    if tpu.pinned_multi_host:
         found.append(
             rule(
                 "tpu.topology",

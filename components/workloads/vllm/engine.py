@@ -37,7 +37,7 @@ def selected_features(config: StackConfig) -> tuple[str, ...]:
     """The catalog features this stack's settings use (``engines.FEATURES`` keys)."""
     workload = config.workload
     used = ["prefixCaching"]  # vLLM's automatic prefix caching is on by default (no flag turns it off here)
-    if config.tpu.topology is not None and config.tpu.slice.multi_host:
+    if config.tpu.pinned_multi_host:
         used += ["multiHostPipeline", "rayExecutor"]  # LWS + Ray, one pipeline stage per host (render.vllm_args)
     if workload.weights == "fp8":
         used.append("fp8Weights")

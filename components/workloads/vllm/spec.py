@@ -513,7 +513,7 @@ class VllmSpec(Spec):
 
 def is_multi_host(config: StackConfig) -> bool:
     """Whether the stack's slice (pinned, or already resolved by capacity) spans several hosts."""
-    return config.tpu.topology is not None and config.tpu.slice.multi_host
+    return config.tpu.pinned_multi_host
 
 
 def pool_nodes(config: StackConfig) -> tuple[int, int]:
@@ -555,10 +555,10 @@ def addons(config: StackConfig) -> frozenset[str]:
     from .autoscaling import via
 
     wanted = {"gcsFuseCsiDriver"}
-    if settings(config).autoscaling.enabled and not (config.tpu.topology is not None and config.tpu.slice.multi_host):
+    if settings(config).autoscaling.enabled and not config.tpu.pinned_multi_host:
         # The adapter, or GKE's AutoscalingMetric with the cluster's HPA performance profile.
         wanted.add("metricsAdapter" if via(config) == "adapter" else "hpaPerformanceProfile")
-    if config.tpu.topology is not None and config.tpu.slice.multi_host:
+    if config.tpu.pinned_multi_host:
         wanted.add("lws")
     return frozenset(wanted)
 
