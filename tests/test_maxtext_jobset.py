@@ -201,7 +201,7 @@ def test_plan_prints_the_training_figures(committed: StackPlan) -> None:
     (on_demand,) = e.prices
     one_slice = committed.slice.capacity_price("us-east5", "onDemand")
     assert one_slice is not None
-    assert on_demand.per_hour == pytest.approx(2 * one_slice)
+    assert on_demand.usd_per_hour == pytest.approx(2 * one_slice)
     text = "\n".join(plan_training.plan_lines(committed))
     for part in ("Step time", "predicted MFU", "Checkpoint", "Restore per host", "Lost slice", "per billion tokens"):
         assert part in text

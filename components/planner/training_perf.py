@@ -37,6 +37,7 @@ from ..catalog.models import ModelArch
 from ..catalog.tpu import TpuSlice
 from .multislice import MultisliceMesh
 from .params import param_count
+from .perf import TierPrice  # the serving model's: a capacity type and its USD per hour for the whole run
 
 GIB = 2**30
 PARAM_BYTES = {"float32": 4, "bfloat16": 2}
@@ -66,13 +67,6 @@ def ramdisk_bytes(per_host: int) -> int:
 def ramdisk_quantity(per_host: int) -> str:
     """:func:`ramdisk_bytes` as a Kubernetes quantity (``CheckpointConfiguration.spec.inMemoryVolumeSize``)."""
     return f"{ramdisk_bytes(per_host) // GIB}Gi"
-
-
-@dataclass(frozen=True)
-class TierPrice:
-    capacity: str
-    per_hour: float | None
-    """USD per hour for every slice of the run; None where the catalog has no price."""
 
 
 @dataclass(frozen=True)
@@ -106,13 +100,13 @@ class TrainingEstimate:
     assumptions: Mapping[str, Any] = field(default_factory=dict)
 
     def lost_slice_cost(self, price: TierPrice) -> float | None:
-        return None if price.per_hour is None else round(price.per_hour * self.lost_slice_s / 3600, 2)
+        return None if price.usd_per_hour is None else round(price.usd_per_hour * self.lost_slice_s / 3600, 2)
 
     def per_billion_tokens(self, price: TierPrice) -> float | None:
-        if price.per_hour is None:
+        if price.usd_per_hour is None:
             return None
         tokens_per_hour = self.tokens_per_s_per_chip * self.devices * 3600
-        return round(price.per_hour / tokens_per_hour * 1e9, 2)
+        return round(price.usd_per_hour / tokens_per_hour * 1e9, 2)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -141,7 +135,7 @@ class TrainingEstimate:
             "capacity": [
                 {
                     "type": p.capacity,
-                    "usd_per_training_hour": p.per_hour,
+                    "usd_per_training_hour": p.usd_per_hour,
                     "usd_per_lost_slice": self.lost_slice_cost(p),
                     "usd_per_billion_tokens": self.per_billion_tokens(p),
                 }

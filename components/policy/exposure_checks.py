@@ -193,7 +193,6 @@ one of them is allowed with HTTPS listeners only and IAP on every backend (``che
 every other non-internal class (multi-cluster ``-mc`` forms, other controllers) is refused: the pack
 cannot see what authenticates it."""
 GATEWAY_GROUP = "gateway.networking.k8s.io"
-INFERENCE_GROUP = "inference.networking.k8s.io"
 GKE_POLICY_GROUP = "networking.gke.io"
 ROUTE_KINDS = frozenset({"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"})
 _EXPOSE_INSTEAD = (
@@ -268,34 +267,48 @@ def _k8s_name(res: Resource) -> tuple[str, str]:
     return str(get(metadata, "namespace") or ""), str(get(metadata, "name") or "")
 
 
+def _declared_gateways(resources: Sequence[Resource]) -> dict[tuple[str, str], Any] | None:
+    """The stack's Gateways (not patches) by (namespace, name), with their ``gatewayClassName``; None while
+    a name is unknown (during preview: the rules that need every Gateway stay undecided there)."""
+    out: dict[tuple[str, str], Any] = {}
+    for res in resources:
+        kind = k8s_kind(res.type)
+        if kind is None or (kind.group, kind.kind) != (GATEWAY_GROUP, "Gateway") or kind.patch:
+            continue
+        if not isinstance(get(get(res.props, "metadata"), "name"), str):
+            return None
+        out[_k8s_name(res)] = get(get(res.props, "spec"), "gatewayClassName")
+    return out
+
+
+def _gateway_parents(res: Resource) -> list[tuple[int, tuple[str, Any]]]:
+    """A route's ``parentRefs`` that name a Gateway: (index, (namespace, name)), the namespace defaulting
+    to the route's own (the name as given: unknown during preview)."""
+    namespace, _ = _k8s_name(res)
+    return [
+        (i, (str(get(ref, "namespace") or namespace), get(ref, "name")))
+        for i, ref in indexed(get(get(res.props, "spec"), "parentRefs"))
+        if (get(ref, "kind") or "Gateway") == "Gateway" and get(ref, "group") in (None, GATEWAY_GROUP)
+    ]
+
+
 def check_routes(resources: Sequence[Resource]) -> list[tuple[Resource, str]]:
     """A route (HTTPRoute, GRPCRoute, ...) attaches only to a Gateway of the same stack, which the
     Gateway rule has judged: a Gateway made elsewhere may be public, and the pack cannot see it.
     Routes whose parent is a Service (the GAMMA mesh form) stay in the cluster and pass. A name
     unknown during preview leaves the rule undecided there; the stack is analyzed again after the
     update, with every name known."""
-    gateways = set()
-    for res in resources:
-        kind = k8s_kind(res.type)
-        if kind is not None and kind.kind == "Gateway" and kind.group == GATEWAY_GROUP and not kind.patch:
-            if not isinstance(get(get(res.props, "metadata"), "name"), str):
-                return []
-            gateways.add(_k8s_name(res))
+    gateways = _declared_gateways(resources)
+    if gateways is None:
+        return []
     out = []
     for res in resources:
         kind = k8s_kind(res.type)
         if kind is None or kind.group != GATEWAY_GROUP or kind.kind not in ROUTE_KINDS:
             continue
-        namespace, _ = _k8s_name(res)
-        for i, ref in indexed(get(get(res.props, "spec"), "parentRefs")):
-            ref_kind = get(ref, "kind") or "Gateway"
-            ref_group = get(ref, "group")
-            if ref_kind != "Gateway" or ref_group not in (None, GATEWAY_GROUP):
-                continue
-            name = get(ref, "name")
-            if not isinstance(name, str):
+        for i, target in _gateway_parents(res):
+            if not isinstance(target[1], str):
                 continue  # required by the API; unknown during preview
-            target = (str(get(ref, "namespace") or namespace), name)
             if target not in gateways:
                 out.append(
                     (
@@ -340,16 +353,10 @@ def check_public_gateway_iap(resources: Sequence[Resource]) -> list[tuple[Resour
     ``clientID`` and an ``oauth2ClientSecret``, and of no policy without them (GKE's conflict resolution
     between two policies on one target is not documented, so a second one could switch IAP off). A
     name or class unknown during preview leaves the rule undecided there; the update analyzes it again."""
-    public = set()
-    for res in resources:
-        kind = k8s_kind(res.type)
-        if kind is None or (kind.group, kind.kind) != (GATEWAY_GROUP, "Gateway") or kind.patch:
-            continue
-        gateway_class = get(get(res.props, "spec"), "gatewayClassName")
-        if not isinstance(get(get(res.props, "metadata"), "name"), str) or gateway_class is None:
-            return []
-        if gateway_class in IAP_GATEWAY_CLASSES:
-            public.add(_k8s_name(res))
+    gateways = _declared_gateways(resources)
+    if gateways is None or any(gateway_class is None for gateway_class in gateways.values()):
+        return []
+    public = {name for name, gateway_class in gateways.items() if gateway_class in IAP_GATEWAY_CLASSES}
     policies = _backend_policies(resources)
     out = []
     for res in resources:
@@ -358,12 +365,7 @@ def check_public_gateway_iap(resources: Sequence[Resource]) -> list[tuple[Resour
             continue
         namespace, _ = _k8s_name(res)
         spec = get(res.props, "spec")
-        parents = [
-            (str(get(ref, "namespace") or namespace), get(ref, "name"))
-            for _, ref in indexed(get(spec, "parentRefs"))
-            if (get(ref, "kind") or "Gateway") == "Gateway" and get(ref, "group") in (None, GATEWAY_GROUP)
-        ]
-        exposed = [f"{ns}/{name}" for ns, name in parents if (ns, name) in public]
+        exposed = [f"{ns}/{name}" for _, (ns, name) in _gateway_parents(res) if (ns, name) in public]
         if not exposed:
             continue
         for i, rule in indexed(get(spec, "rules")):

@@ -80,7 +80,7 @@ def plan_lines(stack: StackPlan) -> list[str]:
     ]
     for price in e.prices:
         lines.append(
-            f"  {price.capacity}: {_usd(price.per_hour)}/training hour, {_usd(e.lost_slice_cost(price))} per lost slice, "
+            f"  {price.capacity}: {_usd(price.usd_per_hour)}/training hour, {_usd(e.lost_slice_cost(price))} per lost slice, "
             f"{_usd(e.per_billion_tokens(price))} per billion tokens"
         )
     lines.append("note: assumptions and sources in components/catalog/checkpointing.py and components/planner/training_perf.py")
@@ -124,7 +124,7 @@ def estimate_rows(stack: StackPlan, counts: Sequence[int] = CANDIDATE_SLICES) ->
                 "mfu": round(e.mfu, 4),
                 "tokens_per_s_per_chip": round(e.tokens_per_s_per_chip, 1),
                 "usd_per_billion_tokens": {p.capacity: e.per_billion_tokens(p) for p in e.prices},
-                "usd_per_training_hour": {p.capacity: p.per_hour for p in e.prices},
+                "usd_per_training_hour": {p.capacity: p.usd_per_hour for p in e.prices},
             }
         )
     return rows
