@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 """The distribution's version (pyproject.toml reads it here); components/CHANGELOG.md says what each changed."""
 
 if TYPE_CHECKING:

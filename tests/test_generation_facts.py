@@ -79,6 +79,36 @@ def test_the_serving_model_moves_all_reduces_over_the_rows_ici_bandwidth(gen: tp
 
 
 @pytest.mark.parametrize("gen", GENS, ids=lambda g: g.name)
+def test_the_prefill_attention_rate_reads_the_rows_mxu_columns(gen: tpu_catalog.TpuGeneration) -> None:
+    # Every catalog model has 128-wide heads: they fill a 128-column MXU and half of a 256-column one.
+    tpu_slice = next(s for s in tpu_catalog.all_slices() if s.generation is gen and not s.multi_host)
+    arch = MODELS["llama3-8b"]
+    p = planner.plan(arch, tpu_slice, planner.ServingWorkload("vllm", 4096))
+
+    def rate(row: tpu_catalog.TpuGeneration) -> float:
+        on_row = dataclasses.replace(p, slice=dataclasses.replace(tpu_slice, generation=row))
+        return perf.attention_rate(arch, on_row, FACTORS["vllm"])
+
+    full = gen.peak_bf16_flops_per_chip * FACTORS["vllm"].attention_kernel_share
+    assert rate(gen) == pytest.approx(full * min(1.0, arch.head_dim / gen.mxu_columns))
+    assert rate(dataclasses.replace(gen, mxu_columns=arch.head_dim)) == pytest.approx(full)
+    assert rate(dataclasses.replace(gen, mxu_columns=4 * arch.head_dim)) == pytest.approx(full / 4)
+
+
+JAX_CHIP = {"v5e": "TPU_V5E", "v5p": "TPU_V5P", "v6e": "TPU_V6E", "tpu7x": "TPU_7X"}
+
+
+@pytest.mark.parametrize("gen", GENS, ids=lambda g: g.name)
+def test_mxu_columns_are_the_pinned_jaxs(gen: tpu_catalog.TpuGeneration) -> None:
+    """The catalog's MXU width is what the pinned JAX's Pallas TPU table says for the chip."""
+    from jax._src.pallas.mosaic import tpu_info
+
+    assert gen.name in JAX_CHIP, f"map {gen.name!r} to its jax tpu_info.ChipVersion in JAX_CHIP"
+    info = tpu_info.get_tpu_info_for_chip(tpu_info.ChipVersion[JAX_CHIP[gen.name]], 1)
+    assert gen.mxu_columns == info.mxu_column_size
+
+
+@pytest.mark.parametrize("gen", GENS, ids=lambda g: g.name)
 @pytest.mark.parametrize(("capacity", "kind"), [("onDemand", "on-demand"), ("spot", "preemptible"), ("flexStart", "preemptible")])
 def test_every_generation_has_a_preflight_quota_line_for_every_capacity_type(
     gen: tpu_catalog.TpuGeneration, capacity: str, kind: tpu_catalog.QuotaKind

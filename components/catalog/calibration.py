@@ -23,9 +23,20 @@ from types import MappingProxyType
 from typing import Any
 
 from . import images
-from .calibration_points import POINTS, RECORDED, Metric, PublishedResult, RecordedOnly
+from .calibration_points import (
+    ATTENTION_KERNEL_RUNS,
+    POINTS,
+    RECORDED,
+    AttentionKernelRun,
+    Metric,
+    PublishedResult,
+    RecordedOnly,
+)
+from .tpu_generations import GENERATIONS
 
 __all__ = [
+    "ATTENTION_KERNEL_RUNS",
+    "ATTENTION_KERNEL_SHARE",
     "DCN_BANDWIDTH_PER_HOST",
     "FACTORS",
     "FIT",
@@ -34,11 +45,13 @@ __all__ = [
     "PUBLISHED",
     "RECORDED",
     "SRC_MAXTEXT_TIERING",
+    "AttentionKernelRun",
     "Calibration",
     "EfficiencyFactors",
     "Metric",
     "PublishedResult",
     "RecordedOnly",
+    "attention_kernel_share",
     "calibration_of",
     "inputs_hash",
 ]
@@ -60,6 +73,24 @@ DCN_BANDWIDTH_PER_HOST = 100 * 10**9 // 8
 catalog. Multi-host vLLM layouts with pipeline > 1 use it for stage hand-offs (small beside the
 per-stage HBM time: a hand-off is tokens x d_model x 2 bytes), and disaggregated JetStream for a
 prompt's KV cache from the prefill slice to the decode slice (every host sending its share)."""
+
+
+def attention_kernel_share(run: AttentionKernelRun) -> float:
+    """Share of the bf16 peak a published attention-kernel run achieved, per unit of MXU fill: its
+    causal attention FLOPs (QK^T and AV over half the context square, 2 FLOPs per MAC) over its
+    seconds and the peak of the devices it spanned, divided by the share of the MXU columns its head
+    fills (a head narrower than the MXU leaves the rest idle)."""
+    gen = GENERATIONS[run.generation]
+    flops = 2 * run.q_heads * run.head_dim * run.context_tokens**2
+    peak = gen.peak_bf16_flops_per_chip / gen.jax_devices_per_chip * run.devices
+    return flops / run.seconds / peak / min(1.0, run.head_dim / gen.mxu_columns)
+
+
+ATTENTION_KERNEL_SHARE = attention_kernel_share(min(ATTENTION_KERNEL_RUNS, key=lambda r: r.context_tokens))
+"""The prefill attention kernel's share of the bf16 peak at full MXU fill (about 0.22), from the
+published run with the shortest prompt (16k tokens): the kernel's share grows with the prompt (its
+per-chunk costs weigh less: 0.30 at 32k, 0.40 at 1M), and the prompts the stacks serve are 1-8k,
+so the shortest run is the closest and errs fast, not slow."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +116,11 @@ class EfficiencyFactors:
     step_overhead_s: float
     """Fixed cost per engine step (scheduling, sampling, kernel launches, anything the byte and FLOP
     counts miss), seconds. FITTED."""
+    attention_kernel_share: float
+    """Share of the bf16 peak the prefill attention kernel (QK^T and AV of the prompt's tokens, a
+    kernel of its own between the matmuls) achieves when the head fills the MXU; the head's fill
+    scales it (``perf.py``). ASSUMED: :data:`ATTENTION_KERNEL_SHARE`, a kernel benchmark, not fitted:
+    no serving run separates it (the set's one long-prompt run is the only one it moves)."""
     overlap: float = 0.0
     """Share of the shorter of a step's HBM and compute time hidden under the longer: 0 adds them,
     1 is the roofline's max. FITTED."""
@@ -99,6 +135,7 @@ PRIORS = EfficiencyFactors(
     collective_efficiency=0.5,
     collective_latency_s=10e-6,
     step_overhead_s=0.5e-3,
+    attention_kernel_share=ATTENTION_KERNEL_SHARE,
     overlap=0.0,
 )
 """The fit's starting point and weak prior (the one-point calibration before the set existed); the

@@ -10,6 +10,10 @@ with ``fitted=False`` and the reason, so the set says what exists and what the f
 of these rows, in ``calibration_fit.json``; ``tests/test_calibration.py`` fails when the rows change
 without a refit. Research notes with every quote: the issue-27 calibration research (tpu-recipes
 c8cfe2f6, tpu-inference b8692ff0, jetstream-pytorch c8bb6119).
+
+Beside the serving runs, :data:`ATTENTION_KERNEL_RUNS`: published timings of the TPU prefill
+attention kernel alone, from which the serving model takes the attention kernel's rate
+(``calibration.ATTENTION_KERNEL_SHARE``) instead of fitting it (no serving run separates it).
 """
 
 from __future__ import annotations
@@ -380,5 +384,106 @@ RECORDED: tuple[RecordedOnly, ...] = (
             ("Qwen3-30B-A3B", "v6e-8, TP 8", ">= 7.20 req/s at 1800/128", "mixture of experts"),
         )
     ),
+    # Found 2026-11-26 (tpu-inference and tpu-recipes pull requests): every one lacks a fact the fit needs.
+    *(
+        RecordedOnly(
+            key=f"{m}-v6e-{chips}-vllm-rpa-v3-1800-128",
+            kind="measurement",
+            date="2025-08-13",
+            source="vllm-project/tpu-inference PR #470 '[RPA] Integrate RPA v3 to JAX backend' (RPA v3 column; the "
+            "vLLM blog's 2025-10-16 charts give the same figures as 'BF16 | 1800 Input | 128 Output')",
+            engine_version="tpu-inference at PR #470 (RPA v3, JAX backend)",
+            hardware=f"v6e-{chips}, bf16",
+            figure=f"{rps} req/s at 1800/128",
+            reason="server flags, dataset and client settings unpublished (the PR's sample command is cut off); requests/s only",
+        )
+        for m, chips, rps in (("llama3.1-8b", 1, 11.60), ("llama3.1-70b", 8, 7.65))
+    ),
+    RecordedOnly(
+        key="llama3.1-8b-vllm-pr1820-before-1800-128",
+        kind="measurement",
+        date="2026-02-27",
+        source="vllm-project/tpu-inference PR #1820 '[RPA3] Separate kernel to 3 calls and many optimizations', "
+        "'before' run: 1000 requests in 77.56 s (--max-num-batched-tokens 512 --max-num-seqs 512 --max-model-len 2048 "
+        "--gpu-memory-utilization 0.95, TP 1; random 1800/128, no --ignore-eos)",
+        engine_version="tpu-inference main of 2026-02-27",
+        hardware="not stated (the same command ran on v6e-1 in vllm PR #16458)",
+        figure="12.89 req/s",
+        reason="hardware not stated and no --ignore-eos (output lengths unknown); requests/s only",
+    ),
+    RecordedOnly(
+        key="llama3.1-70b-tpu7x-vllm-pr620-fp8-vs-bf16",
+        kind="measurement",
+        date="2025-09-02",
+        source="vllm-project/tpu-inference PR #620 '[Torchax][Kernel] Support FP8 Dynamic And Static Quantization'",
+        engine_version="tpu-inference at PR #620 (torchax)",
+        hardware="Ironwood, slice not stated",
+        figure="6.52 req/s bf16, 9.55 req/s FP8-dynamic (+46%)",
+        reason="workload and slice not stated",
+    ),
+    RecordedOnly(
+        key="qwen3.8-27b-tpu7x-2x2x1-vllm-8k1k-c128",
+        kind="measurement",
+        date="2026-08-17",
+        source="AI-Hypercomputer/tpu-recipes PR #277 (open) inference/ironwood/vLLM/Qwen3.8-27B/README.md",
+        engine_version="vllm/vllm-tpu:nightly-20260816-11250b4-1d2d83a",
+        hardware="tpu7x 2x2x1, TP 8, bf16 weights, fp8 KV",
+        figure="1961 output tok/s at 8192/1024, concurrency 128 (also 1k/1k and 1k/8k rows)",
+        reason="hybrid Gated-DeltaNet and full attention: not expressible in the dense model",
+    ),
+    RecordedOnly(
+        key="gemma-4-31b-tpu7x-1x1x1-vllm-1k1k-burst",
+        kind="measurement",
+        date="2026-04-28",
+        source="AI-Hypercomputer/tpu-recipes PR #243 'Update Ironwood recipe for Gemma4' (merged)",
+        engine_version="not stated in the output block",
+        hardware="tpu7x 1x1x1, TP 2",
+        figure="1727.14 output tok/s, 320 prompts at once",
+        reason="Gemma 4 (sliding-window layers) is not in the architecture catalog; which of that day's configs ran is "
+        "unresolved",
+    ),
 )
 """Published figures found and not fitted, with the reason."""
+
+
+@dataclass(frozen=True)
+class AttentionKernelRun:
+    """A published timing of the TPU prefill attention kernel alone: one layer's causal attention
+    over a prompt of ``context_tokens``, tensor parallel over the heads of ``devices`` JAX devices."""
+
+    source: str
+    date: str
+    generation: str
+    devices: int
+    q_heads: int
+    kv_heads: int
+    head_dim: int
+    chunk_tokens: int
+    """The prompt's chunk (vLLM --max-num-batched-tokens in serving)."""
+    context_tokens: int
+    seconds: float
+
+
+_PCP_BENCH = (
+    "vllm-project/tpu-inference PR #3478 '[PCP] Add benchmark script' (merged 2026-08-27): "
+    "tpu_inference/kernels/experimental/rpa_v3_cp/pcp_vs_tp_benchmark.py, table 'Qwen3.5: NQ=32 NKV=2 HD=256, "
+    "8 devices, CH=4k, KV bfloat16', TP column (the ragged paged attention v3 kernel; ms per prefill)"
+)
+
+ATTENTION_KERNEL_RUNS: tuple[AttentionKernelRun, ...] = tuple(
+    AttentionKernelRun(
+        source=_PCP_BENCH,
+        date="2026-08-27",
+        generation="tpu7x",
+        devices=8,
+        q_heads=32,
+        kv_heads=2,
+        head_dim=256,
+        chunk_tokens=4096,
+        context_tokens=k * 1024,
+        seconds=ms / 1000,
+    )
+    for k, ms in ((16, 2.13), (32, 6.28), (64, 21.58), (128, 80.56), (256, 309.90), (512, 1223.03), (1024, 4839.28))
+)
+"""The prefill attention kernel's published timings (2026-11: the only ones found that name the head
+shape, the devices and the chunk)."""

@@ -47,6 +47,11 @@ SRC_JAX_CHIPS = (
     "JAX jax.experimental.pallas.tpu.ChipVersion (docs.jax.dev, read 2026-11): TensorCores per chip and megacore "
     "support by version; tpu7x dual-chiplet: Cloud TPU 'TPU7x (Ironwood)'"
 )
+SRC_JAX_TPU_INFO = (
+    "jax 0.10.2 (requirements.txt) jax/_src/pallas/mosaic/tpu_info.py TpuInfo.mxu_column_size: "
+    "MXU_COLUMN_SIZE_GEN_LT_6 = 128 (v5e, v5p), MXU_COLUMN_SIZE_GEN_GE_6 = 256 (v6e), 256 (TPU_7X); Cloud TPU "
+    "'TPU v6e': 'two 256x256 matrix-multiply units (MXU)' per TensorCore"
+)
 SRC_PLACEMENT_COMPACT = (
     "AI-Hypercomputer/xpk src/xpk/core/nodepool.py (multi-host: --placement-type=COMPACT --tpu-topology); "
     "hashicorp/terraform-provider-google website/docs/r/container_node_pool.html.markdown placement_policy"
@@ -169,6 +174,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                 peak_fp8_flops_per_chip=None,  # v5e publishes bf16 and int8 (393 TOPS), no fp8 rate
                 tensorcores_per_chip=1,
                 jax_devices_per_chip=1,
+                mxu_columns=128,
                 host_vcpus=MappingProxyType({1: 24, 4: 112, 8: 224}),
                 host_memory_gb=MappingProxyType({1: 48, 4: 192, 8: 384}),
                 min_gke_version="1.27.2-gke.2100",
@@ -229,6 +235,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                         "peak_fp8_flops_per_chip": SRC_TPU_V5E,
                         "tensorcores_per_chip": SRC_TPU_V5E,
                         "jax_devices_per_chip": SRC_JAX_CHIPS,
+                        "mxu_columns": SRC_JAX_TPU_INFO,
                         "host_vcpus": SRC_TPU_V5E,
                         "host_memory_gb": f"{SRC_TPU_V5E} (VM types table)",
                         "min_gke_version": "project reference notes (GKE availability table not readable from a copy)",
@@ -256,6 +263,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                 peak_fp8_flops_per_chip=459 * 10**12,
                 tensorcores_per_chip=2,
                 jax_devices_per_chip=1,
+                mxu_columns=128,
                 host_vcpus=MappingProxyType({4: 208}),
                 host_memory_gb=MappingProxyType({4: 448}),
                 min_gke_version="1.28.3-gke.1286000",
@@ -294,6 +302,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                         "peak_fp8_flops_per_chip": f"{SRC_TPU_V5P}; {SRC_TPU_7X}",
                         "tensorcores_per_chip": SRC_TPU_V5P,
                         "jax_devices_per_chip": SRC_JAX_CHIPS,
+                        "mxu_columns": SRC_JAX_TPU_INFO,
                         "host_vcpus": f"{SRC_TPU_V5P}; {SRC_CE_TPU_MACHINES}",
                         "host_memory_gb": SRC_CE_TPU_MACHINES,
                         "min_gke_version": SRC_XPK_V5P_GKE,
@@ -319,6 +328,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                 peak_fp8_flops_per_chip=918 * 10**12,
                 tensorcores_per_chip=1,
                 jax_devices_per_chip=1,
+                mxu_columns=256,
                 host_vcpus=MappingProxyType({1: 44, 4: 180, 8: 360}),
                 host_memory_gb=MappingProxyType({1: 176, 4: 720, 8: 1440}),
                 min_gke_version="1.31.2-gke.1115000",
@@ -377,6 +387,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                         "peak_fp8_flops_per_chip": SRC_TPU_7X,
                         "tensorcores_per_chip": SRC_TPU_V6E,
                         "jax_devices_per_chip": SRC_JAX_CHIPS,
+                        "mxu_columns": SRC_JAX_TPU_INFO,
                         "host_vcpus": SRC_CE_TPU_MACHINES,
                         "host_memory_gb": SRC_CE_TPU_MACHINES,
                         "min_gke_version": "docs.ray.io gcp-gke-tpu-cluster quoting GKE ('v6e ... 1.31.2-gke.1115000 or later')",
@@ -404,6 +415,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                 peak_fp8_flops_per_chip=4614 * 10**12,
                 tensorcores_per_chip=2,
                 jax_devices_per_chip=2,
+                mxu_columns=256,
                 host_vcpus=MappingProxyType({4: 224}),
                 host_memory_gb=MappingProxyType({4: 1030}),  # 960 GiB, read as GB and rounded down
                 min_gke_version="1.34.0-gke.2201000",
@@ -436,6 +448,7 @@ GENERATIONS: Mapping[str, TpuGeneration] = MappingProxyType(
                         "peak_fp8_flops_per_chip": SRC_TPU_7X,
                         "tensorcores_per_chip": SRC_TPU_7X,
                         "jax_devices_per_chip": SRC_JAX_CHIPS,
+                        "mxu_columns": SRC_JAX_TPU_INFO,
                         "host_vcpus": SRC_CE_TPU_MACHINES,
                         "host_memory_gb": SRC_CE_TPU_MACHINES,
                         "min_gke_version": f"{SRC_GKE_IRONWOOD} (Standard; Autopilot 1.34.1-gke.3084001)",

@@ -52,6 +52,7 @@ SOURCED_FACTS = (
     "peak_fp8_flops_per_chip",
     "tensorcores_per_chip",
     "jax_devices_per_chip",
+    "mxu_columns",
     "host_vcpus",
     "host_memory_gb",
     "min_gke_version",
@@ -158,6 +159,10 @@ class TpuGeneration:
     """TensorCores per chip; Cloud TPU accelerator-type names count them."""
     jax_devices_per_chip: int
     """JAX devices per chip (v5p: two TensorCores as one megacore device; tpu7x: two chiplet devices)."""
+    mxu_columns: int
+    """Width of the matrix units (MXU columns): a matmul whose contracted or output dimension is
+    narrower fills that share of them. Attention contracts over a head (``head_dim``) and writes one,
+    so a head narrower than the MXU caps the attention kernel's rate (``planner/perf.py``)."""
     host_vcpus: Mapping[int, int]
     """vCPUs per VM, by chips per VM."""
     host_memory_gb: Mapping[int, int]

@@ -176,6 +176,8 @@ def report(stored: Mapping[str, Any]) -> str:
     for engine, fam in stored["families"].items():
         lines.append(f"{engine}: factors {fam['factors']}")
         f = dataclasses.replace(PRIORS, **fam["factors"])
+        assumed = {n: round(getattr(f, n), 6) for n in (x.name for x in dataclasses.fields(f)) if n not in FIT_BOUNDS}
+        lines.append(f"  assumed (not fitted, calibration.PRIORS): {assumed}")
         for r in calibration.PUBLISHED:
             if r.engine != engine:
                 continue

@@ -13,9 +13,11 @@ each chip's weights and the KV cache of its sequences (average context ``input +
 and runs the matmuls of ``c`` decode tokens plus the prefill tokens chunked prefill interleaves
 into the same step (``c x input / output`` on average: one new prompt per finished request). The
 step costs the longer of the HBM time and the compute time plus the share of the shorter the fitted
-overlap does not hide (``EfficiencyFactors.overlap``) plus the tensor-parallel all-reduces
-over ICI (two per layer) plus, with pipeline stages, the DCN hand-offs, plus the host's per-step
-overhead. With ``p`` pipeline stages each stage runs ``c / p`` sequences and a token passes all
+overlap does not hide (``EfficiencyFactors.overlap``) plus the prefill attention kernel (the prompt
+tokens' QK^T and AV at the rate a published kernel benchmark gives, scaled by the share of the MXU
+a head fills: ``attention_rate``; quadratic in the prompt, it weighs on long prompts) plus the
+tensor-parallel all-reduces over ICI (two per layer) plus, with pipeline stages, the DCN hand-offs,
+plus the host's per-step overhead. With ``p`` pipeline stages each stage runs ``c / p`` sequences and a token passes all
 ``p`` stages. TTFT is the prompt's prefill (FLOPs at the prefill utilisation) plus half a step (a
 request waits for the running step), and at least one step (the first token is sampled at the end
 of the step that runs the prompt's last chunk). Throughput is ``c x output / (TTFT + (output - 1) x TPOT)``,
@@ -115,11 +117,14 @@ class StepTimes:
     overlap: float = 0.0
     """Share of the shorter of HBM and compute time hidden under the longer (the engine family's
     fitted ``EfficiencyFactors.overlap``): 0 adds them, 1 is the roofline max."""
+    attention: float = 0.0
+    """The prefill attention kernel (QK^T and AV of the step's prompt tokens): a kernel of its own
+    between the layer's matmuls, so added, not overlapped (``attention_rate``)."""
 
     @property
     def total(self) -> float:
         longer, shorter = max(self.hbm, self.compute), min(self.hbm, self.compute)
-        return longer + (1 - self.overlap) * shorter + self.collectives + self.overhead
+        return longer + (1 - self.overlap) * shorter + self.attention + self.collectives + self.overhead
 
 
 @dataclass(frozen=True)
@@ -347,6 +352,16 @@ def _attention_flops(arch: ModelArch, tokens: float, context: float) -> float:
     return 4 * arch.layers * arch.q_heads * arch.head_dim * tokens * context
 
 
+def attention_rate(arch: ModelArch, p: Plan, f: EfficiencyFactors) -> float:
+    """FLOP/s per chip the prefill attention kernel achieves: the bf16 peak (the benchmark the share
+    comes from ran bf16; an fp8 KV cache halves its reads, not its matmuls) times the kernel's share
+    (``EfficiencyFactors.attention_kernel_share``) times the share of the MXU columns a head fills
+    (QK^T contracts over ``head_dim`` and AV writes it: head_dim 128 fills half of v6e's and tpu7x's
+    256 columns, all of v5e's and v5p's 128)."""
+    gen = p.slice.generation
+    return gen.peak_bf16_flops_per_chip * f.attention_kernel_share * min(1.0, arch.head_dim / gen.mxu_columns)
+
+
 def _peak_flops(p: Plan) -> float:
     gen = p.slice.generation
     if p.weight_dtype == "fp8" and gen.peak_fp8_flops_per_chip is not None:
@@ -394,11 +409,12 @@ def step_times(
     read = stages * (layer_weights + per_stage * context * kv_bytes_per_token_per_chip(p)) + once
     tokens = per_stage + prefill  # decode + interleaved prefill
     prompt_context = s.input_tokens / 2  # causal prefill: a prompt token sees half the prompt on average
+    # Decode attention reads the KV cache (in ``read``); its FLOPs ride with the matmuls'.
     flops = 2 * matmul_params(arch) * tokens + _attention_flops(arch, per_stage, context)
-    flops += _attention_flops(arch, prefill, prompt_context)
     # A stage's chips share its work: total FLOPs of the stage's layers over the stage's chips.
     chips_per_stage = p.slice.chips / stages
     stage_flops = flops / stages / chips_per_stage
+    attention = _attention_flops(arch, prefill, prompt_context) / stages / chips_per_stage / attention_rate(arch, p, f)
     hbm = read / (gen.hbm_bandwidth_per_chip * f.hbm_efficiency)  # already summed over the stages
     compute = stage_flops / (_peak_flops(p) * f.step_compute_utilisation)
     collectives = _allreduce_seconds(arch, p, tokens, f) + _gather_seconds(p, f)
@@ -412,17 +428,19 @@ def step_times(
         overhead=f.step_overhead_s,
         hbm_floor=read / gen.hbm_bandwidth_per_chip,
         overlap=f.overlap,
+        attention=stages * attention,
     )
 
 
 def prefill_seconds(arch: ModelArch, p: Plan, s: Scenario, f: EfficiencyFactors, utilisation: float | None = None) -> float:
-    """One prompt through every stage at ``utilisation`` of peak FLOPs (default: the prefill
-    utilisation, calibrated with a decode batch sharing the slice), with its all-reduces."""
+    """One prompt through every stage: its matmuls at ``utilisation`` of peak FLOPs (default: the
+    prefill utilisation, calibrated with a decode batch sharing the slice), its attention at the
+    attention kernel's rate (``attention_rate``), with its all-reduces."""
     stages = _axis_product(p, "layers")
-    flops = 2 * matmul_params(arch) * s.input_tokens + _attention_flops(arch, s.input_tokens, s.input_tokens / 2)
     used = f.prefill_utilisation if utilisation is None else utilisation
-    compute = stages * (flops / p.slice.chips) / (_peak_flops(p) * used)
-    return compute + stages * _allreduce_seconds(arch, p, s.input_tokens, f)
+    compute = stages * (2 * matmul_params(arch) * s.input_tokens / p.slice.chips) / (_peak_flops(p) * used)
+    attention = stages * _attention_flops(arch, s.input_tokens, s.input_tokens / 2) / p.slice.chips / attention_rate(arch, p, f)
+    return compute + attention + stages * _allreduce_seconds(arch, p, s.input_tokens, f)
 
 
 def kv_handoff_seconds(p: Plan, s: Scenario, f: EfficiencyFactors) -> float:
