@@ -12,6 +12,7 @@ import pytest
 from components.catalog import calibration
 from components.catalog.calibration import FIT, PUBLISHED, PublishedResult, calibration_of
 from components.catalog.models import ARCHITECTURES
+from components.catalog.tpu import GENERATIONS
 from components.planner import fit_perf, perf
 from components.planner.fit import plan
 from components.planner.inputs import ServingWorkload
@@ -119,12 +120,29 @@ def test_the_compute_memory_overlap_never_hides_the_hbm_floor() -> None:
 def test_the_attention_kernel_share_is_the_published_runs_most_conservative() -> None:
     """The kernel's share grows with the prompt (per-chunk costs weigh less); the model takes the
     shortest published prompt's, the closest to the 1-8k prompts the stacks serve, which errs fast."""
-    runs = sorted(calibration.ATTENTION_KERNEL_RUNS, key=lambda r: r.context_tokens)
-    shares = [calibration.attention_kernel_share(r) for r in runs]
-    assert shares == sorted(shares)
-    assert calibration.ATTENTION_KERNEL_SHARE == shares[0]
-    assert 0.0 < shares[0] < shares[-1] < 1.0
+    for head_dim in {r.head_dim for r in calibration.ATTENTION_KERNEL_RUNS}:
+        runs = sorted((r for r in calibration.ATTENTION_KERNEL_RUNS if r.head_dim == head_dim), key=lambda r: r.context_tokens)
+        shares = [calibration.attention_kernel_share(r) for r in runs]
+        assert shares == sorted(shares), head_dim
+        assert 0.0 < shares[0] < shares[-1] < 1.0
+    shortest = min(calibration.ATTENTION_KERNEL_RUNS, key=lambda r: r.context_tokens)
+    assert calibration.ATTENTION_KERNEL_SHARE == calibration.attention_kernel_share(shortest)
     assert calibration.FACTORS["vllm"].attention_kernel_share == calibration.ATTENTION_KERNEL_SHARE
+
+
+def test_a_narrow_head_runs_at_the_mxu_share_it_fills() -> None:
+    """The published runs of a 128-wide and a 256-wide head on tpu7x (256 MXU columns): at every prompt
+    both time, the 128-wide one's share of the peak is half, within 10% (the MXU fill the model applies)."""
+    by_shape: dict[int, dict[int, float]] = {}
+    for r in calibration.ATTENTION_KERNEL_RUNS:
+        gen = GENERATIONS[r.generation]
+        raw = calibration.attention_kernel_share(r) * gen.mxu_fill(r.head_dim)  # share of the peak, unadjusted
+        by_shape.setdefault(r.head_dim, {})[r.context_tokens] = raw
+    narrow, wide = by_shape[128], by_shape[256]
+    shared = narrow.keys() & wide.keys()
+    assert len(shared) >= 3
+    for tokens in shared:
+        assert narrow[tokens] / wide[tokens] == pytest.approx(0.5, rel=0.10), tokens
 
 
 def test_prefill_attention_runs_at_the_bf16_rate_whatever_the_weights() -> None:

@@ -198,6 +198,8 @@ def test_plan_prints_the_training_figures(committed: StackPlan) -> None:
     assert 0 < e.mfu < mtc.MFU_ASSUMED  # the unoverlapped DCN term lowers it below the compute MFU
     assert e.lost_slice_restore_tier == "peer"
     assert e.lost_slice_s == pytest.approx(10 * e.step_s + e.restore_s["peer"] + mtc.RESTART_OVERHEAD_S)
+    # A peer restore crosses DCN at the slice's catalog bandwidth per host, like the gradient all-reduce.
+    assert e.restore_s["peer"] == pytest.approx(e.checkpoint_bytes_per_host / committed.slice.dcn_bandwidth_per_host)
     (on_demand,) = e.prices
     one_slice = committed.slice.capacity_price("us-east5", "onDemand")
     assert one_slice is not None

@@ -836,3 +836,26 @@ def test_workflows_comment_updater_edits_only_its_own_comment(tmp_path: Path) ->
     proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
     assert proc.returncode == 3
     assert "the first line must be a marker comment" in proc.stderr
+
+
+def test_workflows_deploy_gate_takes_every_stack_name_the_project_does(tmp_path: Path) -> None:
+    """The gate checks a stack name with the project's rule: a user's stack that check-stack lets
+    through (capitals, dots, underscores) is not stopped at the approval gate, and a name no stack
+    file can have still is."""
+    spec = importlib.util.spec_from_file_location("deploy_gate", GATE)
+    assert spec is not None
+    assert spec.loader is not None
+    gate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gate)
+    assert gate.STACK_NAME.pattern == stacks.STACK_NAME_PATTERN
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps(_export([])))
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"resourcePlans": {}}')
+    for name, ok in (("Acme_LLM.prod", True), ("acme-llama-dev", True), ("-x", False), ("a/b", False), ("a\n", False)):
+        assert stacks.is_stack_name(name) is ok, name
+        proc = _gate("record", f"--stack={name}", "--environment", "prod", "--action", "up", "--sha", "d" * 40,
+                     "--state", str(state), "--plan", str(plan))
+        assert (proc.returncode == 0) is ok, (name, proc.stderr)
+        if not ok:
+            assert f"--stack {name!r} is not valid" in proc.stderr

@@ -30,8 +30,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+_SHA = re.compile(r"[0-9a-f]{40}")
+_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
+"""A GitHub environment name as stack_environments.py writes them."""
+STACK_NAME = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.]{0,99}")
+"""A stack of stacks/, matched whole: components/config/stack_files.py STACK_NAME_PATTERN (a copy: this
+script runs before the project is installed; tests/test_workflows.py keeps them equal)."""
 ACTIONS = ("up", "destroy")
 FIELDS = ("stack", "environment", "action", "sha", "state", "plan")
 
@@ -76,8 +80,9 @@ def plan_digest(path: Path | None) -> str | None:
 
 
 def current(args: argparse.Namespace) -> dict[str, Any]:
-    for key, value, pattern in (("stack", args.stack, _NAME), ("environment", args.environment, _NAME), ("sha", args.sha, _SHA)):
-        if not pattern.match(value):
+    checks = (("stack", args.stack, STACK_NAME), ("environment", args.environment, _NAME), ("sha", args.sha, _SHA))
+    for key, value, pattern in checks:
+        if not pattern.fullmatch(value):
             raise SystemExit(f"--{key} {value!r} is not valid (expected {pattern.pattern})")
     if args.action == "up" and args.plan is None:
         raise SystemExit("--plan is required for action up: `pulumi up` applies the previewed update plan only")

@@ -1,7 +1,7 @@
 """Serving performance data: the efficiency factors of the planner's serving model
 (``components/planner/perf.py``), fitted per engine family on the calibration set
-(``calibration_points.py``), and the DCN bandwidth. A generation's ICI bandwidth is a fact of its
-catalog row (``TpuGeneration.ici_bandwidth_per_chip``, components/catalog/tpu_generations.py).
+(``calibration_points.py``). A generation's ICI and DCN bandwidths and its MXU width are facts of its
+catalog row (``TpuGeneration``, components/catalog/tpu_generations.py).
 
 Data only (no Pulumi, no planner import). The fitted factors live in ``calibration_fit.json``,
 written by ``python -m components.planner.fit_perf`` with the hash of the rows and priors they were
@@ -37,7 +37,6 @@ from .tpu_generations import GENERATIONS
 __all__ = [
     "ATTENTION_KERNEL_RUNS",
     "ATTENTION_KERNEL_SHARE",
-    "DCN_BANDWIDTH_PER_HOST",
     "FACTORS",
     "FIT",
     "FIT_BOUNDS",
@@ -67,14 +66,6 @@ SRC_MAXTEXT_TIERING = (
 )
 """The source of :data:`PRIORS`' step compute utilisation (and of the training model's MFU)."""
 
-DCN_BANDWIDTH_PER_HOST = 100 * 10**9 // 8
-"""Data-centre network bandwidth per TPU host for pipeline-stage hand-offs, bytes/s. ASSUMED:
-100 Gbps, the order of a TPU VM's network interface; no per-machine-type figure is in the
-catalog. Multi-host vLLM layouts with pipeline > 1 use it for stage hand-offs (small beside the
-per-stage HBM time: a hand-off is tokens x d_model x 2 bytes), and disaggregated JetStream for a
-prompt's KV cache from the prefill slice to the decode slice (every host sending its share)."""
-
-
 def attention_kernel_share(run: AttentionKernelRun) -> float:
     """Share of the bf16 peak a published attention-kernel run achieved, per unit of MXU fill: its
     causal attention FLOPs (QK^T and AV over half the context square, 2 FLOPs per MAC) over its
@@ -83,7 +74,7 @@ def attention_kernel_share(run: AttentionKernelRun) -> float:
     gen = GENERATIONS[run.generation]
     flops = 2 * run.q_heads * run.head_dim * run.context_tokens**2
     peak = gen.peak_bf16_flops_per_chip / gen.jax_devices_per_chip * run.devices
-    return flops / run.seconds / peak / min(1.0, run.head_dim / gen.mxu_columns)
+    return flops / run.seconds / peak / gen.mxu_fill(run.head_dim)
 
 
 ATTENTION_KERNEL_SHARE = attention_kernel_share(min(ATTENTION_KERNEL_RUNS, key=lambda r: r.context_tokens))

@@ -7,8 +7,6 @@ The planner's training figures (``components/planner/training_perf.py``) read th
 
 from __future__ import annotations
 
-from .calibration import DCN_BANDWIDTH_PER_HOST
-
 SRC_GKE_MTC = (
     "GKE docs 'Train large-scale machine learning models on GKE with Multi-Tier Checkpointing' "
     "https://cloud.google.com/kubernetes-engine/docs/how-to/machine-learning/training/multi-tier-checkpointing "
@@ -59,10 +57,8 @@ LOCAL_RESTORE_BYTES_PER_S = 10 * 10**9
 """Restore from the host's own ramdisk (tmpfs read, then host-to-HBM over PCIe), bytes/s per host.
 ASSUMED: 10 GB/s, a third of one PCIe Gen4 x16 direction (~32 GB/s): several devices share the host's
 links and Orbax deserialises while it copies. No published per-generation figure was found."""
-PEER_RESTORE_BYTES_PER_S = DCN_BANDWIDTH_PER_HOST
-"""Restore from a peer (the MTC replicator copies a lost host's shard from the replica slice) over the
-data-centre network, bytes/s per host: the planner's assumed DCN bandwidth per host (100 Gbps,
-``components/catalog/calibration.py`` DCN_BANDWIDTH_PER_HOST, ASSUMED there)."""
+# A restore from a peer (the MTC replicator copies a lost host's shard from the replica slice) moves over
+# the data-centre network at the TPU catalog row's DCN bandwidth per host (``TpuSlice.dcn_bandwidth_per_host``).
 GCS_RESTORE_BYTES_PER_S = 1 * 10**9
 """Restore from the Cloud Storage backup, bytes/s per host. ASSUMED: 1 GB/s, the order of one VM's
 parallel-read throughput from a regional bucket (far below its NIC: per-object latency and TensorStore

@@ -204,6 +204,10 @@ class TpuGeneration:
                 "generation's row in components/catalog/tpu_generations.py)"
             )
 
+    def mxu_fill(self, width: int) -> float:
+        """Share of the MXU columns a matmul dimension of ``width`` fills (1 at the MXU's width or over)."""
+        return min(1.0, width / self.mxu_columns)
+
     def machine_type(self, chips_per_host: int) -> str:
         return f"{self.machine_prefix}-{chips_per_host}t"
 

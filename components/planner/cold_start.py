@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog.calibration import DCN_BANDWIDTH_PER_HOST
-
 NODE_PROVISION_S = 300.0
 """ASSUMPTION: 5 minutes from the scale-up decision to a Ready TPU node. No public TPU figure exists
 (GKE's "fast-starting nodes" list no TPU; a third-party 60-90 s boot figure is for CPU/GPU VMs), and a
@@ -22,13 +20,12 @@ TPU VM also waits for capacity. Measure: ``kubernetes.io/node/latencies/startup`
 GCSFUSE_READ_BYTES_PER_S = 13.3e9
 """GCS FUSE sequential read, 13.3-14.5 GB/s aggregate (gcsfuse v3.4.3 docs/benchmarks.md, 10 MiB-1 GiB
 files, c4-standard-192 with 200 Gbps networking, same-region bucket, fio). A many-file benchmark on a
-larger NIC than a TPU host's, so the load is capped by :data:`HOST_NETWORK_BYTES_PER_S` too."""
+larger NIC than a TPU host's, so the load is capped by the host's network too (the TPU catalog row's
+DCN bandwidth per host: ``TpuSlice.dcn_bandwidth_per_host``)."""
 GCSFUSE_STREAM_BYTES_PER_S = 1.7e9
 """One sequential reader of a large file, 1.7 GB/s (10 GB file with kernel read-ahead, GoogleCloudPlatform/gcsfuse
 PR #4146). vLLM's safetensors loader reads the shards one after another, so this, not the many-file aggregate,
 is the planning rate; parallel downloads (on in this stack's mount options) may approach the aggregate."""
-HOST_NETWORK_BYTES_PER_S = float(DCN_BANDWIDTH_PER_HOST)
-"""The catalog's ASSUMED 100 Gbps per TPU host (``components.catalog.calibration.DCN_BANDWIDTH_PER_HOST``)."""
 COMPILE_S_8B = 120.0
 """XLA warm-up of an 8B model on one TPU host: 100-120 s (vllm-project/vllm#7533: Llama 3.1 8B 100.3 s on
 v5e-8; pytorch/xla#9094: "llama3-8b single chip model needs 120s to warmup, larger models needs more time")."""
@@ -54,6 +51,7 @@ class ColdStart:
     weights_s: float
     compile_s: float
     read_bytes_per_s: float
+    host_network_bytes_per_s: float
 
     @property
     def total_s(self) -> float:
@@ -71,16 +69,17 @@ class ColdStart:
                 "node": NODE_PROVISION_S,
                 "gcsfuse_stream_bytes_per_second": GCSFUSE_STREAM_BYTES_PER_S,
                 "gcsfuse_aggregate_bytes_per_second": GCSFUSE_READ_BYTES_PER_S,
-                "host_network_bytes_per_second": HOST_NETWORK_BYTES_PER_S,
+                "host_network_bytes_per_second": self.host_network_bytes_per_s,
                 "compile": COMPILE_ASSUMPTION,
             },
             "measure": dict(MEASURE),
         }
 
 
-def cold_start(weight_bytes: int, params: float) -> ColdStart:
+def cold_start(weight_bytes: int, params: float, host_network_bytes_per_s: float) -> ColdStart:
     """A replica on a new node: the node, then every byte of the checkpoint from the bucket (a new node's
-    RAM file cache is empty, and each host reads the whole checkpoint), then compilation."""
-    rate = min(GCSFUSE_STREAM_BYTES_PER_S, GCSFUSE_READ_BYTES_PER_S, HOST_NETWORK_BYTES_PER_S)
+    RAM file cache is empty, and each host reads the whole checkpoint over its network, at
+    ``host_network_bytes_per_s``), then compilation."""
+    rate = min(GCSFUSE_STREAM_BYTES_PER_S, GCSFUSE_READ_BYTES_PER_S, host_network_bytes_per_s)
     compile_s = min(COMPILE_CAP_S, COMPILE_S_8B * params / 8e9)
-    return ColdStart(weight_bytes, NODE_PROVISION_S, weight_bytes / rate, compile_s, rate)
+    return ColdStart(weight_bytes, NODE_PROVISION_S, weight_bytes / rate, compile_s, rate, host_network_bytes_per_s)

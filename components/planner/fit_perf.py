@@ -178,6 +178,13 @@ def report(stored: Mapping[str, Any]) -> str:
         f = dataclasses.replace(PRIORS, **fam["factors"])
         assumed = {n: round(getattr(f, n), 6) for n in (x.name for x in dataclasses.fields(f)) if n not in FIT_BOUNDS}
         lines.append(f"  assumed (not fitted, calibration.PRIORS): {assumed}")
+        pinned = [
+            f"{n} = {v:g} ({'lower' if v <= FIT_BOUNDS[n][0] else 'upper'})"
+            for n, v in fam["factors"].items()
+            if v <= FIT_BOUNDS[n][0] or v >= FIT_BOUNDS[n][1]
+        ]
+        if pinned:
+            lines.append(f"  at a bound of calibration.FIT_BOUNDS (the points would take it further): {', '.join(pinned)}")
         for r in calibration.PUBLISHED:
             if r.engine != engine:
                 continue

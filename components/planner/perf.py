@@ -146,8 +146,6 @@ class ServingEstimate:
     server: Server
     concurrency: int
     """Sequences the clients keep in flight: min(requested, max_concurrent_sequences)."""
-    kv_cache_sequences: int
-    """Sequences the KV cache the memory plan leaves holds, as the engine allocates it (``kv_room``)."""
     concurrency_limited_by: ConcurrencyLimit
     kv_room: KvRoom
     decoding: float
@@ -166,6 +164,11 @@ class ServingEstimate:
     "uncalibrated: ...", and whether the deployed engine version is one the points measured."""
     refused_by_config: str | None = None
     """Why the stack's own rules refuse this slice (``estimate`` lists it anyway, marked); None: accepted."""
+
+    @property
+    def kv_cache_sequences(self) -> int:
+        """Sequences the KV cache the memory plan leaves holds, as the engine allocates it (``kv_room``)."""
+        return self.kv_room.sequences
 
     @property
     def max_concurrent_sequences(self) -> int:
@@ -359,7 +362,7 @@ def attention_rate(arch: ModelArch, p: Plan, f: EfficiencyFactors) -> float:
     (QK^T contracts over ``head_dim`` and AV writes it: head_dim 128 fills half of v6e's and tpu7x's
     256 columns, all of v5e's and v5p's 128)."""
     gen = p.slice.generation
-    return gen.peak_bf16_flops_per_chip * f.attention_kernel_share * min(1.0, arch.head_dim / gen.mxu_columns)
+    return gen.peak_bf16_flops_per_chip * f.attention_kernel_share * gen.mxu_fill(arch.head_dim)
 
 
 def _peak_flops(p: Plan) -> float:
@@ -519,7 +522,6 @@ def estimate(
         scenario=s,
         server=server,
         concurrency=concurrency,
-        kv_cache_sequences=room,
         kv_room=kv,
         concurrency_limited_by=limited_by,
         decoding=decoding,

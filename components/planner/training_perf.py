@@ -170,7 +170,7 @@ def estimate(
     per_host = checkpoint_bytes_per_host(arch, tpu, mesh.dcn.get("fsdp", 1), param_dtype)
     restore = {
         "local": per_host / facts.LOCAL_RESTORE_BYTES_PER_S,
-        "peer": per_host / facts.PEER_RESTORE_BYTES_PER_S,
+        "peer": per_host / tpu.dcn_bandwidth_per_host,
         "gcs": per_host / facts.GCS_RESTORE_BYTES_PER_S,
     }
     multi_tier = local_checkpoint_period is not None
@@ -209,7 +209,7 @@ def estimate(
             "dcn_bytes_per_s_per_host": tpu.dcn_bandwidth_per_host,
             "restore_bytes_per_s_per_host": {
                 "local": facts.LOCAL_RESTORE_BYTES_PER_S,
-                "peer": facts.PEER_RESTORE_BYTES_PER_S,
+                "peer": tpu.dcn_bandwidth_per_host,
                 "gcs": facts.GCS_RESTORE_BYTES_PER_S,
             },
             "restart_overhead_seconds": facts.RESTART_OVERHEAD_S,

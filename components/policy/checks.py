@@ -32,6 +32,7 @@ from typing import Any
 
 from ..catalog.images import DIGEST
 from ..catalog.pinning import image_problem, tag_problem
+from ..catalog.tpu import TPU_RESOURCE
 from .exposure_checks import (
     check_firewall,
     check_ingress_and_gateway,
@@ -369,7 +370,6 @@ PRIVILEGED_TPU_ANNOTATION = "gke-tpu-llm/privileged"
 only by a renderer that must (Saxml's ``modelServerPrivileged``, for clusters older than GKE 1.28,
 which expose TPU devices to privileged containers only); value ``PRIVILEGED_TPU_REASON``."""
 PRIVILEGED_TPU_REASON = "tpu-device-access"
-TPU_RESOURCE = "google.com/tpu"
 _POD_LISTS = ("containers", "initContainers", "ephemeralContainers")
 _HOST_NAMESPACES = {"hostNetwork": "network", "hostPID": "process", "hostIPC": "IPC"}
 

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..catalog.tpu import NODEPOOL_LABEL
 from ..config.resolve import StackPlan
 from ..config.workload import ServingSpec
 from . import netpol
@@ -42,7 +43,6 @@ from .core import common_labels, render_service_account, with_baseline_security
 
 ROLE = "benchmark"
 """``app.kubernetes.io/component`` of the benchmark pod (the NetworkPolicy's source)."""
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 SYSTEM_POOL = "system"
 """The CPU system pool ``components.platform.gke`` creates (the Saxml CPU servers use it the same way)."""
 RESULTS_MOUNT = "/results"
@@ -316,7 +316,7 @@ def render_job(
                 "spec": {
                     "restartPolicy": "Never",
                     "serviceAccountName": service_account_name(client),
-                    "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
+                    "nodeSelector": {NODEPOOL_LABEL: SYSTEM_POOL},
                     "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS, "fsGroup": RUN_AS},
                     "initContainers": [wait],
                     "containers": [container],

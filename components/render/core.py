@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..catalog.tpu import TPU_RESOURCE
 from ..crds.releases import pod_template_paths as custom_resource_pod_template_paths
 
 PART_OF = "gke-tpu-llm"
@@ -17,6 +18,19 @@ AUTH_PATHS_ANNOTATION = "gke-tpu-llm/auth-paths"
 OPEN_PATHS_ANNOTATION = "gke-tpu-llm/unauthenticated-paths"
 """Comma-separated examples of paths that answer without credentials (with ``auth-paths``)."""
 WI_ANNOTATION = "iam.gke.io/gcp-service-account"
+
+
+def tpu_toleration() -> dict[str, str]:
+    """Tolerates the taint GKE puts on every TPU node (``google.com/tpu``, NoSchedule), which keeps pods
+    that ask for no chips off them."""
+    return {"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+
+
+def tpu_host_resources(chips_per_host: int) -> dict[str, dict[str, str]]:
+    """All of one host's chips, requested and limited alike (a TPU pod takes the whole host). A quantity
+    is a string in the Kubernetes schema (pulumi-kubernetes types it so): "8", not 8."""
+    chips = str(chips_per_host)
+    return {"requests": {TPU_RESOURCE: chips}, "limits": {TPU_RESOURCE: chips}}
 
 
 def common_labels(stack: str, component: str) -> dict[str, str]:

@@ -78,8 +78,8 @@ QUEUED_NODE_KEY = tpu_catalog.QUEUED_NODE_LABEL
 label (value "true") the stack's queued pools carry (``components/platform/tpu_pool.py`` QUEUED_LABEL, after
 GoogleCloudPlatform/cluster-toolkit modules/compute/gke-node-pool/main.tf)."""
 
-TPU_RESOURCE = "google.com/tpu"
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+TPU_RESOURCE = tpu_catalog.TPU_RESOURCE
+NODEPOOL_LABEL = tpu_catalog.NODEPOOL_LABEL
 SYSTEM_POOL = "system"
 """The stack's CPU pool (``components/platform/gke.py``: ``GkeCluster.system_pool``, name "system")."""
 UNBOUNDED_QUOTA = "1000000000"

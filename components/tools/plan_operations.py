@@ -35,7 +35,8 @@ def operations(plan: StackPlan) -> dict[str, Any]:
         if zero:
             weights = plan.capacity.memory.weights * plan.capacity.slice.chips
             params = MODELS[config.workload.model].published_params or 0
-            data["cold_start"] = {"reaches_zero": zero, **cold_start(weights, params).to_dict()}
+            host_network = plan.capacity.slice.dcn_bandwidth_per_host
+            data["cold_start"] = {"reaches_zero": zero, **cold_start(weights, params, host_network).to_dict()}
     if "hpaPerformanceProfile" in config.addons:
         data["autoscaling"] = "AutoscalingMetric (autoscaling.gke.io), HPA performance profile; no metrics adapter"
     elif "metricsAdapter" in config.addons:

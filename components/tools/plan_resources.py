@@ -134,3 +134,10 @@ def from_state(export: Mapping[str, Any]) -> list[Res]:
 
 def is_state_export(document: Mapping[str, Any]) -> bool:
     return isinstance(document.get("deployment"), Mapping)
+
+
+def engine_dependencies(resources: Sequence[Res]) -> dict[str, frozenset[str]]:
+    """URN -> the URNs the engine orders the resource after (creates after, deletes before): its parent,
+    its explicit and input dependencies and its provider (a resource names its provider by name)."""
+    providers = {r.name: r.urn for r in resources if r.type.startswith("pulumi:providers:")}
+    return {r.urn: frozenset({r.parent, *r.dependencies, providers.get(r.provider or "", "")} - {""}) for r in resources}

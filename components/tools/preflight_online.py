@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
     from ..config.stack_files import StackFile
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_CANNOT_CHECK = 0, 1, 2, 3
+# A stack-file error exits 2 in the CLI (its config error) before anything here runs.
+EXIT_OK, EXIT_FAILED, EXIT_CANNOT_CHECK = 0, 1, 3
 
 Status = Literal["pass", "fail", "warn", "unchecked"]
 

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from ..catalog import tpu as tpu_catalog
 from . import replacement
-from .plan_resources import SECRET_SIG_KEY, Res
+from .plan_resources import SECRET_SIG_KEY, Res, engine_dependencies
 
 Op = Literal["create", "update", "replace", "delete"]
 
@@ -207,19 +207,17 @@ def _cascade(pairs: Sequence[_Pair]) -> None:
 def topological(resources: Sequence[Res]) -> dict[str, int]:
     """URN -> position in an order where every resource comes after its parent, its dependencies
     and its provider (the order the engine can run creates and updates in; deletes run reversed)."""
-    by_urn = {r.urn: r for r in resources}
-    providers = {r.name: r.urn for r in resources if r.type.startswith("pulumi:providers:")}
+    edges = engine_dependencies(resources)
     order: dict[str, int] = {}
 
     def visit(urn: str, seen: frozenset[str]) -> None:
-        res = by_urn.get(urn)
-        if res is None or urn in order or urn in seen:
+        if urn not in edges or urn in order or urn in seen:
             return
-        for dep in sorted({res.parent, *res.dependencies, providers.get(res.provider or "", "")} - {""}):
+        for dep in sorted(edges[urn]):
             visit(dep, seen | {urn})
         order[urn] = len(order)
 
-    for urn in sorted(by_urn):
+    for urn in sorted(edges):
         visit(urn, frozenset())
     return order
 

@@ -80,19 +80,15 @@ def _physical(res: plan_resources.Res) -> str | None:
 def _kept(resources: Sequence[plan_resources.Res]) -> set[str]:
     """Protected resources and, transitively, what they depend on: parents, explicit and input
     dependencies, and their provider (the engine keeps all of them under ``--exclude-protected``)."""
-    by_urn = {r.urn: r for r in resources}
-    by_name = {r.name: r.urn for r in resources if r.type.startswith("pulumi:providers:")}
+    edges = plan_resources.engine_dependencies(resources)
     kept: set[str] = set()
     todo = [r.urn for r in resources if r.protect]
     while todo:
         urn = todo.pop()
-        if urn in kept or urn not in by_urn:
+        if urn in kept or urn not in edges:
             continue
         kept.add(urn)
-        res = by_urn[urn]
-        todo += [res.parent, *res.dependencies]
-        if res.provider in by_name:
-            todo.append(by_name[res.provider])
+        todo += edges[urn]
     return kept
 
 
@@ -104,19 +100,17 @@ def deletion_steps(resources: Sequence[plan_resources.Res], condemned: set[str])
     runs the rounds in reverse, each in parallel and after the one before has finished. So a
     resource goes only after everything that depends on it, in the step its longest chain of
     condemned dependencies puts it in."""
-    by_urn = {r.urn: r for r in resources if r.urn in condemned}
-    providers = {r.name: r.urn for r in resources if r.type.startswith("pulumi:providers:")}
+    edges = {urn: deps for urn, deps in plan_resources.engine_dependencies(resources).items() if urn in condemned}
     height: dict[str, int] = {}
 
     def height_of(urn: str, seen: frozenset[str]) -> int:
         if urn not in height:
-            res = by_urn[urn]
-            deps = {res.parent, *res.dependencies, providers.get(res.provider or "", "")} & by_urn.keys()
+            deps = edges[urn] & edges.keys()
             # A cycle cannot happen in an engine's graph; ``seen`` keeps a malformed state from recursing forever.
             height[urn] = 1 + max((height_of(d, seen | {urn}) for d in deps - seen - {urn}), default=-1)
         return height[urn]
 
-    for urn in by_urn:
+    for urn in edges:
         height_of(urn, frozenset())
     top = max(height.values(), default=0)
     return {urn: top - h + 1 for urn, h in height.items()}

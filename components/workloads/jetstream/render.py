@@ -32,7 +32,7 @@ from typing import Any
 from ...catalog.tpu import NODEPOOL_LABEL
 from ...config.resolve import StackPlan
 from ...render import netpol
-from ...render.core import common_labels, with_baseline_security
+from ...render.core import common_labels, tpu_host_resources, tpu_toleration, with_baseline_security
 from .checkpoint import (
     SKIP_AWAIT,
     checkpoint_marker,
@@ -59,7 +59,6 @@ SERVICE_NAME = "jetstream-svc"
 EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 SUBGROUP_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
 
-TPU_TOLERATION = {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
 
 # Proxy XLA flags of the disaggregated seed (003, in order), tuned there for Llama 2 70B on v6e.
 DISAGGREGATED_PROXY_XLA_FLAGS: tuple[str, ...] = (
@@ -265,7 +264,7 @@ def _tpu_pod_spec(stack: StackPlan, service_account: str) -> dict[str, Any]:
     return {
         "serviceAccountName": service_account,
         "nodeSelector": dict(layout(stack).node_selector),
-        "tolerations": [dict(TPU_TOLERATION)],
+        "tolerations": [tpu_toleration()],
     }
 
 
@@ -356,11 +355,8 @@ def render_lws(
             f"--gcs_scratch_location={scratch}",
         ],
         "ports": [{"containerPort": WORKER_PORT}],
-        "resources": {
-            # improvement: requests as well as limits (the seeds set limits only; equal either way).
-            "requests": {"google.com/tpu": str(shape.tpu_per_host)},
-            "limits": {"google.com/tpu": str(shape.tpu_per_host)},
-        },
+        # improvement: requests as well as limits (the seeds set limits only; equal either way).
+        "resources": tpu_host_resources(shape.tpu_per_host),
     }
     template: dict[str, Any] = {
         # Pathways needs the whole group back after any pod restart (the seed's default, made explicit).

@@ -29,15 +29,14 @@ from typing import Any
 from ...catalog import checkpointing as mtc
 from ...catalog import images
 from ...catalog.models import MODELS
-from ...catalog.tpu import TPU_RESOURCE
+from ...catalog.tpu import NODEPOOL_LABEL
 from ...config.resolve import StackPlan
 from ...render import netpol
-from ...render.core import common_labels, override_value, with_baseline_security
+from ...render.core import common_labels, override_value, tpu_host_resources, tpu_toleration, with_baseline_security
 from .spec import IMAGE_NAME, multislice_plan, run_name, settings
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 REPLICATED_JOB = "slice"
 CONTAINER = "maxtext"
 COMPONENT = "maxtext-trainer"
@@ -45,7 +44,6 @@ TRAIN_MODULE = "maxtext.trainers.pre_train.train"
 BASE_CONFIG = "src/maxtext/configs/base.yml"
 RAMDISK_MOUNT = "/local"
 RAMDISK_VOLUME = "mtc-ramdisk"
-TPU_TOLERATION = {"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 # TPU runtime and the multislice (megascale) coordinator ports xpk declares on its TPU containers.
 PORTS = (("tpu-runtime", 8471), ("megascale", 8080))
 
@@ -105,19 +103,18 @@ def render_jobset(stack: StackPlan) -> dict[str, Any]:
     config = stack.config
     spec = settings(config)
     tpu = stack.slice
-    chips = str(tpu.tpu_per_host)
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": image_ref(stack),
         "command": command(stack),
         "ports": [{"name": name, "containerPort": port, "protocol": "TCP"} for name, port in PORTS],
-        "resources": {"requests": {TPU_RESOURCE: chips}, "limits": {TPU_RESOURCE: chips}},
+        "resources": tpu_host_resources(tpu.tpu_per_host),
     }
     pod: dict[str, Any] = {
         "serviceAccountName": config.identity.service_account,
         "restartPolicy": "Never",
         "nodeSelector": dict(tpu.node_selector),
-        "tolerations": [dict(TPU_TOLERATION)],
+        "tolerations": [tpu_toleration()],
         "containers": [container],
     }
     if spec.multi_tier_checkpointing.enabled:
@@ -130,7 +127,7 @@ def render_jobset(stack: StackPlan) -> dict[str, Any]:
             "name": run_name(config),
             "namespace": config.namespace,
             "labels": common_labels(config.stack, COMPONENT),
-            "annotations": {EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL},
+            "annotations": {EXCLUSIVE_TOPOLOGY: NODEPOOL_LABEL},
         },
         "spec": {
             # Any slice's failure restarts every slice (RestartJobSet): they run one program.

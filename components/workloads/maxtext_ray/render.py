@@ -32,7 +32,7 @@ from ...config.gke_rules import QUEUED_PROVISIONING
 from ...config.resolve import StackPlan, workload_of
 from ...config.stack import StackConfig
 from ...render import netpol
-from ...render.core import common_labels, override_value, with_baseline_security
+from ...render.core import common_labels, override_value, tpu_toleration, with_baseline_security
 from .spec import repository_id, settings
 
 CLUSTER_NAME = "maxtext-tpu-cluster"
@@ -65,7 +65,6 @@ IMAGE_CONTEXT_IN_REPO = "components/workloads/maxtext_ray/image"
 BUILT_KEY = "gke-tpu-llm:workload.maxtextRay.image.built"
 """The stack config key the build command records the pushed image in (``pulumi config set --path``)."""
 
-TPU_TOLERATION = {"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 # KubeRay's default submitter resources (ray-operator common/job.go GetDefaultSubmitterTemplate).
 SUBMITTER_RESOURCES = {"requests": {"cpu": "500m", "memory": "200Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
 CLUSTER_TTL_SECONDS = 0
@@ -287,7 +286,7 @@ def ray_cluster_spec(stack: StackPlan) -> dict[str, Any]:
     }
     worker = {
         "nodeSelector": dict(tpu_slice.node_selector),
-        "tolerations": [dict(TPU_TOLERATION)],
+        "tolerations": [tpu_toleration()],
         "containers": [
             {
                 "name": "ray-worker",

@@ -30,10 +30,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...catalog.models import MODELS
+from ...catalog.tpu import NODEPOOL_LABEL
 from ...config.resolve import StackPlan
 from ...policy.checks import PRIVILEGED_TPU_ANNOTATION, PRIVILEGED_TPU_REASON
 from ...render import netpol
-from ...render.core import INTERNAL_LB_ANNOTATION, common_labels, with_baseline_security
+from ...render.core import (
+    INTERNAL_LB_ANNOTATION,
+    common_labels,
+    tpu_host_resources,
+    tpu_toleration,
+    with_baseline_security,
+)
 from .spec import settings
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -55,7 +62,6 @@ SAX_ROOT_DIR = "sax-root"
 # components/platform/gke.py names the CPU system pool "system"; the CPU servers are pinned to it
 # (tests/test_saxml.py checks the two agree).
 SYSTEM_POOL = "system"
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 # JobSet: each replicated Job gets a node pool of its own (one slice per model server).
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 
@@ -69,7 +75,6 @@ SERVABLE_MODULES: Mapping[str, str] = {
 # components/crds/jobset, lists it); older controllers get the default RestartJobSet behaviour.
 RESTART_JOB_SINCE = (0, 12, 0)
 
-TPU_TAINT_TOLERATION = {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
 
 # Small CPU servers: requests let the scheduler place them; no CPU limit (throttling a Go/Python
 # control-plane server only adds latency), memory left unlimited because usage is not documented.
@@ -168,7 +173,7 @@ def _cpu_server(
                 "metadata": {"labels": common_labels(stack.config.stack, name)},
                 "spec": {
                     "serviceAccountName": service_account,
-                    "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
+                    "nodeSelector": {NODEPOOL_LABEL: SYSTEM_POOL},
                     "containers": [
                         {
                             "name": name,
@@ -247,11 +252,7 @@ def render_model_servers(stack: StackPlan, *, namespace: str, service_account: s
             {"name": "model-server", "containerPort": spec.model_server_port, "protocol": "TCP"},
             {"name": "tpu-runtime", "containerPort": TPU_RUNTIME_PORT, "protocol": "TCP"},
         ],
-        "resources": {
-            # Quantities are strings in the Kubernetes schema.
-            "requests": {"google.com/tpu": str(tpu.tpu_per_host)},
-            "limits": {"google.com/tpu": str(tpu.tpu_per_host)},
-        },
+        "resources": tpu_host_resources(tpu.tpu_per_host),
         "securityContext": security,
     }
     jobset: dict[str, Any] = {
@@ -259,7 +260,7 @@ def render_model_servers(stack: StackPlan, *, namespace: str, service_account: s
         "kind": "JobSet",
         "metadata": {
             **_meta(stack, MODEL_SERVER_SET_NAME, namespace, component),
-            "annotations": {EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL},
+            "annotations": {EXCLUSIVE_TOPOLOGY: NODEPOOL_LABEL},
         },
         "spec": {
             "failurePolicy": failure_policy,
@@ -280,7 +281,7 @@ def render_model_servers(stack: StackPlan, *, namespace: str, service_account: s
                                     "serviceAccountName": service_account,
                                     "restartPolicy": "Never",
                                     "nodeSelector": dict(tpu.node_selector),
-                                    "tolerations": [dict(TPU_TAINT_TOLERATION)],
+                                    "tolerations": [tpu_toleration()],
                                     "containers": [container],
                                 },
                             },
@@ -401,7 +402,7 @@ def render_publish_job(stack: StackPlan, *, namespace: str) -> dict[str, Any]:
                     "restartPolicy": "Never",
                     # Talks only to the HTTP server; no Google or Kubernetes API access needed.
                     "automountServiceAccountToken": False,
-                    "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
+                    "nodeSelector": {NODEPOOL_LABEL: SYSTEM_POOL},
                     "securityContext": {
                         "runAsNonRoot": True,
                         "runAsUser": 65534,

@@ -28,7 +28,7 @@ from ...catalog.images import image
 from ...catalog.tpu import NODEPOOL_LABEL
 from ...config.resolve import StackPlan
 from ...render import gateway, netpol
-from ...render.core import common_labels, with_baseline_security
+from ...render.core import common_labels, tpu_host_resources, with_baseline_security
 from ...render.gateway_picker import ROLE_LABEL
 from . import render as base
 from .disagg import ROLES, Role, connector, pool_name, spec_of
@@ -143,7 +143,7 @@ def render_role(plan: StackPlan, role: Role, *, namespace: str, service_account:
         "args": role_args(plan, role),
         "ports": ports,
         "env": env,
-        "resources": base._tpu_resources(plan),
+        "resources": tpu_host_resources(plan.slice.tpu_per_host),
         # The sidecar answers /health itself: the decode pod is ready when its vLLM is.
         **_engine_probes(plan, engine_port),
         "volumeMounts": [

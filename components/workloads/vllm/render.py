@@ -33,6 +33,7 @@ import json
 import math
 from typing import Any
 
+from ...catalog.tpu import NODEPOOL_LABEL
 from ...config.resolve import StackPlan
 from ...render import gateway, netpol
 from ...render.core import (
@@ -41,6 +42,8 @@ from ...render.core import (
     INTERNAL_LB_ANNOTATION,
     OPEN_PATHS_ANNOTATION,
     common_labels,
+    tpu_host_resources,
+    tpu_toleration,
     with_baseline_security,
 )
 from . import autoscaling
@@ -71,7 +74,6 @@ CSI_DRIVER = "gcsfuse.csi.storage.gke.io"
 METRICS_INTERVAL = "15s"  # upstream vllm_pod_monitor.yaml
 CACHE_VOLUME_HEADROOM = 1.05  # tmpfs a little above the cache size: gcsfuse evicts at the size, not below it
 ROLLOUT_SLACK_SECONDS = 1800  # TPU node scale-up and a ~10 GB image pull before the startup budget starts
-TPU_TOLERATION = {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
 
 WORKER = "vllm-worker"
 """Component label of the multi-host LWS workers (Ray workers, no server): selected by no Service
@@ -81,7 +83,6 @@ WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 """Set by the LWS controller on every pod of a group; "0" is the leader (lws docs, "Labels")."""
 EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 """One LWS group per value of the named node label (lws docs, "Exclusive placement"): a group per slice."""
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 RAY_PORT = 6379  # Ray GCS port of the head (vllm examples/online_serving/multi-node-serving.sh ray_port)
 RAY_JOIN_TIMEOUT_SECONDS = 1800  # workers start before the leader's Ray head; upstream's script waits 300 s
 RAY_ENV: tuple[tuple[str, str], ...] = (
@@ -311,7 +312,7 @@ def render_deployment(plan: StackPlan, *, namespace: str, service_account: str, 
         "args": vllm_args(plan),
         "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
         "env": [HF_TOKEN_ENV, _env("VLLM_XLA_CACHE_PATH", XLA_CACHE_PATH), *_api_key_env(plan)],
-        "resources": _tpu_resources(plan),
+        "resources": tpu_host_resources(plan.slice.tpu_per_host),
         **probes(plan),
         "volumeMounts": [
             {"name": MODEL_VOLUME, "mountPath": spec.download_dir},
@@ -361,13 +362,6 @@ def _api_key_env(plan: StackPlan) -> list[dict[str, Any]]:
     return [{"name": API_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": API_KEY_SECRET_NAME, "key": SECRET_KEY}}}]
 
 
-def _tpu_resources(plan: StackPlan) -> dict[str, Any]:
-    """All of a host's chips (``google.com/tpu`` from the slice), requested and limited alike."""
-    # A quantity is a string in the Kubernetes schema (pulumi-kubernetes types it so): "8", not 8.
-    per_host = str(plan.slice.tpu_per_host)
-    return {"requests": {"google.com/tpu": per_host}, "limits": {"google.com/tpu": per_host}}
-
-
 def _pod_spec(
     plan: StackPlan, service_account: str, bucket_name: str, container: dict[str, Any], *extra_volumes: dict[str, Any]
 ) -> dict[str, Any]:
@@ -376,7 +370,7 @@ def _pod_spec(
     return {
         "serviceAccountName": service_account,
         "nodeSelector": dict(plan.slice.node_selector),
-        "tolerations": [dict(TPU_TOLERATION)],
+        "tolerations": [tpu_toleration()],
         "containers": [container],
         "volumes": [
             {"name": CACHE_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": cache_volume_size(plan)}},
@@ -418,7 +412,7 @@ def render_lws(plan: StackPlan, *, namespace: str, service_account: str, bucket_
         *(_env(k, v) for k, v in RAY_ENV),
         HF_TOKEN_ENV,
     ]
-    resources = _tpu_resources(plan)
+    resources = tpu_host_resources(plan.slice.tpu_per_host)
     mounts = [{"name": MODEL_VOLUME, "mountPath": spec.download_dir}, {"name": "dshm", "mountPath": "/dev/shm"}]
 
     leader: dict[str, Any] = {
