@@ -161,7 +161,6 @@ def test_min_replicas_zero_plans_and_prints_its_cold_start(tmp_path: Path, capsy
     assert cold["total_seconds"] > cold["compile_seconds"] > 0
     # The host's network is the slice's catalog DCN bandwidth (one v6e 8-chip host: 4 x 200 Gbps NICs).
     assert cold["assumptions"]["host_network_bytes_per_second"] == 800e9 / 8
-    assert cold["read_bytes_per_second"] <= cold["assumptions"]["host_network_bytes_per_second"]
     metric = next(m for m in plan["manifests"] if m["kind"] == "AutoscalingMetric")
     for entry in metric["spec"]["metrics"]:
         promql_parser.parse(entry["promql"]["query"])

@@ -16,10 +16,13 @@ from typing import Any
 import pytest
 
 from components.catalog.images import image
+from components.catalog.tpu import NODEPOOL_LABEL
+from components.config import naming
 from components.config import stack_files as stacks
 from components.config.errors import ConfigError
 from components.config.resolve import StackPlan, resolve
 from components.platform.addons.controllers import HelmController
+from components.render.core import get_path, pod_template_paths
 from components.tools import report
 from components.tools.validate import validate_all
 from components.workloads.saxml import component as saxml_component
@@ -379,8 +382,18 @@ def test_publish_script_refuses_to_replace_another_model_path(
 
 def test_component_type_token_and_system_pool_name_agree_with_the_cluster() -> None:
     assert saxml_component.SaxmlServing.TYPE == "gke-tpu-llm:saxml:SaxmlServing"
-    pools = [r for r in planned(STACK).resources if r.type == "gcp:container/nodePool:NodePool"]
-    assert render.SYSTEM_POOL in {r.inputs["name"] for r in pools}
+    stack = planned(STACK)
+    pools = {r.inputs["name"] for r in stack.resources if r.type == "gcp:container/nodePool:NodePool"}
+    assert naming.SYSTEM_POOL in pools
+    # Every pod pinned to a node pool by name is pinned to a pool the cluster creates.
+    pinned = {
+        selector[NODEPOOL_LABEL]
+        for obj in stack.manifests
+        for path in pod_template_paths(obj)
+        if NODEPOOL_LABEL in (selector := (get_path(obj, path).get("spec", {}).get("nodeSelector") or {}))
+    }
+    assert naming.SYSTEM_POOL in pinned
+    assert pinned <= pools
 
 
 def test_component_children_are_parented_and_use_the_cluster_provider() -> None:

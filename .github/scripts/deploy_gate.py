@@ -30,12 +30,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from stack_environments import ENVIRONMENT_NAME, STACK_NAME  # this script's folder: the same name rules
+
 _SHA = re.compile(r"[0-9a-f]{40}")
-_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
-"""A GitHub environment name as stack_environments.py writes them."""
-STACK_NAME = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.]{0,99}")
-"""A stack of stacks/, matched whole: components/config/stack_files.py STACK_NAME_PATTERN (a copy: this
-script runs before the project is installed; tests/test_workflows.py keeps them equal)."""
 ACTIONS = ("up", "destroy")
 FIELDS = ("stack", "environment", "action", "sha", "state", "plan")
 
@@ -80,7 +77,7 @@ def plan_digest(path: Path | None) -> str | None:
 
 
 def current(args: argparse.Namespace) -> dict[str, Any]:
-    checks = (("stack", args.stack, STACK_NAME), ("environment", args.environment, _NAME), ("sha", args.sha, _SHA))
+    checks = (("stack", args.stack, STACK_NAME), ("environment", args.environment, ENVIRONMENT_NAME), ("sha", args.sha, _SHA))
     for key, value, pattern in checks:
         if not pattern.fullmatch(value):
             raise SystemExit(f"--{key} {value!r} is not valid (expected {pattern.pattern})")

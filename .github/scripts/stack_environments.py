@@ -32,7 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+ENVIRONMENT_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
+"""A GitHub environment this script names (a stack's ``gke-tpu-llm:environment``), matched whole."""
 STACK_NAME = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.]{0,99}")
 """A stack of stacks/, matched whole: components/config/stack_files.py STACK_NAME_PATTERN (this script
 runs before the project is installed, so it holds a copy; tests/test_workflows.py keeps them equal)."""
@@ -50,7 +51,7 @@ def _plans(path: Path) -> dict[str, dict[str, Any]]:
 
 def environment_of(plan: dict[str, Any], where: str) -> str:
     env = plan.get("environment")
-    if not isinstance(env, str) or not _NAME.match(env):
+    if not isinstance(env, str) or not ENVIRONMENT_NAME.fullmatch(env):
         raise SystemExit(f"{where}: no valid environment in the plan (got {env!r})")
     return env
 
@@ -65,7 +66,7 @@ def file_environment(path: Path) -> str:
     doc = yaml.safe_load(path.read_text()) or {}
     config = doc.get("config") if isinstance(doc, dict) else None
     env = (config or {}).get("gke-tpu-llm:environment", "dev") if isinstance(config, dict) or config is None else None
-    if not isinstance(env, str) or not _NAME.match(env):
+    if not isinstance(env, str) or not ENVIRONMENT_NAME.fullmatch(env):
         raise SystemExit(f"{path}: no valid gke-tpu-llm:environment (got {env!r})")
     return env
 

@@ -57,8 +57,9 @@ LOCAL_RESTORE_BYTES_PER_S = 10 * 10**9
 """Restore from the host's own ramdisk (tmpfs read, then host-to-HBM over PCIe), bytes/s per host.
 ASSUMED: 10 GB/s, a third of one PCIe Gen4 x16 direction (~32 GB/s): several devices share the host's
 links and Orbax deserialises while it copies. No published per-generation figure was found."""
-# A restore from a peer (the MTC replicator copies a lost host's shard from the replica slice) moves over
-# the data-centre network at the TPU catalog row's DCN bandwidth per host (``TpuSlice.dcn_bandwidth_per_host``).
+# A restore from a peer: the MTC replicator copies a lost host's shard from the replica slice into the new
+# host's ramdisk over the data-centre network, at the TPU catalog row's DCN bandwidth per host
+# (``TpuSlice.dcn_bandwidth_per_host``), and Orbax restores it from there at the local rate above.
 GCS_RESTORE_BYTES_PER_S = 1 * 10**9
 """Restore from the Cloud Storage backup, bytes/s per host. ASSUMED: 1 GB/s, the order of one VM's
 parallel-read throughput from a regional bucket (far below its NIC: per-object latency and TensorStore

@@ -149,7 +149,8 @@ class TpuGeneration:
     dcn_bandwidth_per_chip: int
     """Data-centre network (DCN) bandwidth per chip in bytes/s (Gbps / 8): a host sends at this times its
     chips. What crosses slices and pools moves over it: multislice gradient all-reduces, pipeline stages
-    on other hosts, a prefill slice's KV cache to its decode slice, peer checkpoint restores."""
+    on other hosts, a prefill slice's KV cache to its decode slice, peer checkpoint restores, and a cold
+    start's checkpoint read from Cloud Storage."""
     peak_bf16_flops_per_chip: int
     """Peak dense bf16 FLOP/s per chip."""
     peak_fp8_flops_per_chip: int | None

@@ -58,6 +58,10 @@ def workload_policy_name(cluster: str, pool: str, topology: str) -> str:
     return fit(f"{cluster}-{pool}-{topology}", RESOURCE_POLICY_NAME_MAX)
 
 
+SYSTEM_POOL = "system"
+"""The stack's CPU node pool (``GkeCluster.system_pool``): the pods that need no chip are pinned to it
+(Saxml's admin server, the in-cluster benchmark, Kueue's system flavor)."""
+
 TIER_POOL_SUFFIX = {
     "onDemand": "ondemand",
     "spot": "spot",

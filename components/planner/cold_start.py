@@ -19,9 +19,9 @@ TPU VM also waits for capacity. Measure: ``kubernetes.io/node/latencies/startup`
 ``accelerator_family="tpu"`` (GCE instance creation to first Ready)."""
 GCSFUSE_READ_BYTES_PER_S = 13.3e9
 """GCS FUSE sequential read, 13.3-14.5 GB/s aggregate (gcsfuse v3.4.3 docs/benchmarks.md, 10 MiB-1 GiB
-files, c4-standard-192 with 200 Gbps networking, same-region bucket, fio). A many-file benchmark on a
-larger NIC than a TPU host's, so the load is capped by the host's network too (the TPU catalog row's
-DCN bandwidth per host: ``TpuSlice.dcn_bandwidth_per_host``)."""
+files, c4-standard-192 with 200 Gbps networking, same-region bucket, fio). The host's own network caps
+the load too (the TPU catalog row's DCN bandwidth per host, ``TpuSlice.dcn_bandwidth_per_host``: 25-800
+Gbps), though the single-stream rate below sits under every catalogued host's."""
 GCSFUSE_STREAM_BYTES_PER_S = 1.7e9
 """One sequential reader of a large file, 1.7 GB/s (10 GB file with kernel read-ahead, GoogleCloudPlatform/gcsfuse
 PR #4146). vLLM's safetensors loader reads the shards one after another, so this, not the many-file aggregate,

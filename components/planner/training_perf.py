@@ -170,7 +170,9 @@ def estimate(
     per_host = checkpoint_bytes_per_host(arch, tpu, mesh.dcn.get("fsdp", 1), param_dtype)
     restore = {
         "local": per_host / facts.LOCAL_RESTORE_BYTES_PER_S,
-        "peer": per_host / tpu.dcn_bandwidth_per_host,
+        # The replicator copies the shard from the peer slice into the new host's ramdisk over DCN; Orbax
+        # then restores it from there like a local checkpoint.
+        "peer": per_host / tpu.dcn_bandwidth_per_host + per_host / facts.LOCAL_RESTORE_BYTES_PER_S,
         "gcs": per_host / facts.GCS_RESTORE_BYTES_PER_S,
     }
     multi_tier = local_checkpoint_period is not None

@@ -330,7 +330,7 @@ class GkeCluster(pulumi.ComponentResource):
 
         self.system_pool = gcp.container.NodePool(
             f"{name}-system",
-            name="system",
+            name=naming.SYSTEM_POOL,
             project=args.project,
             cluster=self.cluster.name,
             location=args.location,

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog.tpu import NODEPOOL_LABEL
+from ..config import naming
 from ..config.resolve import StackPlan
 from ..config.workload import ServingSpec
 from . import netpol
@@ -43,8 +44,6 @@ from .core import common_labels, render_service_account, with_baseline_security
 
 ROLE = "benchmark"
 """``app.kubernetes.io/component`` of the benchmark pod (the NetworkPolicy's source)."""
-SYSTEM_POOL = "system"
-"""The CPU system pool ``components.platform.gke`` creates (the Saxml CPU servers use it the same way)."""
 RESULTS_MOUNT = "/results"
 RESULTS_VOLUME = "benchmark-results"
 SCRATCH_MOUNT = "/scratch"
@@ -316,7 +315,7 @@ def render_job(
                 "spec": {
                     "restartPolicy": "Never",
                     "serviceAccountName": service_account_name(client),
-                    "nodeSelector": {NODEPOOL_LABEL: SYSTEM_POOL},
+                    "nodeSelector": {NODEPOOL_LABEL: naming.SYSTEM_POOL},
                     "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS, "fsGroup": RUN_AS},
                     "initContainers": [wait],
                     "containers": [container],

@@ -20,6 +20,13 @@ OPEN_PATHS_ANNOTATION = "gke-tpu-llm/unauthenticated-paths"
 WI_ANNOTATION = "iam.gke.io/gcp-service-account"
 
 
+LWS_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+LWS_SUBGROUP_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
+JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+"""The LWS and JobSet annotations that give each group or Job a topology domain of its own (one node
+pool: a slice): the renderers set them, ``render.tiers`` reads them back."""
+
+
 def tpu_toleration() -> dict[str, str]:
     """Tolerates the taint GKE puts on every TPU node (``google.com/tpu``, NoSchedule), which keeps pods
     that ask for no chips off them."""

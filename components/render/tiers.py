@@ -48,7 +48,15 @@ from ..catalog import tpu as tpu_catalog
 from ..config import naming
 from ..config.gke_rules import QUEUED_PROVISIONING, is_fallback_ladder
 from ..crds.releases import group_size
-from .core import common_labels, get_path, pod_template_paths, with_path
+from .core import (
+    JOBSET_EXCLUSIVE,
+    LWS_EXCLUSIVE,
+    LWS_SUBGROUP_EXCLUSIVE,
+    common_labels,
+    get_path,
+    pod_template_paths,
+    with_path,
+)
 
 if TYPE_CHECKING:
     from ..config.stack import StackConfig
@@ -80,15 +88,10 @@ GoogleCloudPlatform/cluster-toolkit modules/compute/gke-node-pool/main.tf)."""
 
 TPU_RESOURCE = tpu_catalog.TPU_RESOURCE
 NODEPOOL_LABEL = tpu_catalog.NODEPOOL_LABEL
-SYSTEM_POOL = "system"
-"""The stack's CPU pool (``components/platform/gke.py``: ``GkeCluster.system_pool``, name "system")."""
 UNBOUNDED_QUOTA = "1000000000"
 """CPU and memory quota of every flavor: not a limit (the sample's "Infinite" quota). Kueue must cover
 every resource a pod requests, but what bounds the stack is its TPU quota and its pools' nodes."""
 
-LWS_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
-LWS_SUBGROUP_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
-JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 EXCLUSIVE_ANNOTATIONS: Mapping[str, tuple[str, ...]] = {
     # LeaderWorkerSet: one group per topology domain (kubernetes-sigs/lws api/leaderworkerset/v1/
     # leaderworkerset_types.go ExclusiveKeyAnnotationKey, SubGroupExclusiveKeyAnnotationKey; the sub-group
@@ -251,7 +254,7 @@ def admission_check_name(config: StackConfig) -> str:
 
 
 def system_flavor_name(config: StackConfig) -> str:
-    return _name(config, SYSTEM_POOL)
+    return _name(config, naming.SYSTEM_POOL)
 
 
 def queued_flavor_name(config: StackConfig) -> str:
@@ -305,7 +308,7 @@ def render_queue(config: StackConfig) -> list[dict[str, Any]]:
         # site/content/en/v0.19/docs/concepts/admission_check/provisioning_request.md).
         prc_spec["parameters"] = {"maxRunDurationSeconds": str(tier.max_run_hours * 3600)}
     return [
-        _flavor(config, system, {NODEPOOL_LABEL: SYSTEM_POOL}),
+        _flavor(config, system, {NODEPOOL_LABEL: naming.SYSTEM_POOL}),
         _flavor(config, queued, {QUEUED_NODE_KEY: "true"}),
         {
             "apiVersion": KUEUE_API,

@@ -28,10 +28,10 @@ import pulumi_gcp as gcp
 
 from ...catalog import checkpointing as mtc
 from ...catalog.models import MODELS
-from ...catalog.tpu import TPU_RESOURCE
 from ...config import naming
 from ...config.stack import StackConfig
 from ...planner import training_perf
+from ...render.core import tpu_toleration
 from .. import k8s as k8s_objects
 from ..gke import GkeCluster
 from ..identity import principal_member
@@ -69,7 +69,7 @@ def render_checkpoint_configuration(config: StackConfig) -> dict[str, Any]:
         "spec": {
             "cloudStorageBucketName": backup_bucket_name(config),
             "nodeSelector": {"node.kubernetes.io/instance-type": tpu.machine_type},
-            "tolerations": [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+            "tolerations": [tpu_toleration()],
             "inMemoryVolumeSize": ramdisk(config),
         },
     }

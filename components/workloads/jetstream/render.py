@@ -32,7 +32,14 @@ from typing import Any
 from ...catalog.tpu import NODEPOOL_LABEL
 from ...config.resolve import StackPlan
 from ...render import netpol
-from ...render.core import common_labels, tpu_host_resources, tpu_toleration, with_baseline_security
+from ...render.core import (
+    LWS_EXCLUSIVE,
+    LWS_SUBGROUP_EXCLUSIVE,
+    common_labels,
+    tpu_host_resources,
+    tpu_toleration,
+    with_baseline_security,
+)
 from .checkpoint import (
     SKIP_AWAIT,
     checkpoint_marker,
@@ -56,8 +63,6 @@ LWS_NAME = "jetstream-pathways"
 SERVICE_NAME = "jetstream-svc"
 # LWS placement annotations (kubernetes-sigs/lws api/leaderworkerset/v1 ExclusiveKeyAnnotationKey,
 # SubGroupExclusiveKeyAnnotationKey): one group (or one sub-group) per node pool, i.e. per slice.
-EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
-SUBGROUP_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
 
 
 # Proxy XLA flags of the disaggregated seed (003, in order), tuned there for Llama 2 70B on v6e.
@@ -377,7 +382,7 @@ def render_lws(
     }
     if shape.sub_group_size is not None:
         template["subGroupPolicy"] = {"subGroupSize": shape.sub_group_size}
-    annotation = SUBGROUP_EXCLUSIVE_TOPOLOGY if shape.sub_group_size is not None else EXCLUSIVE_TOPOLOGY
+    annotation = LWS_SUBGROUP_EXCLUSIVE if shape.sub_group_size is not None else LWS_EXCLUSIVE
     lws: dict[str, Any] = {
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",

@@ -32,11 +32,17 @@ from ...catalog.models import MODELS
 from ...catalog.tpu import NODEPOOL_LABEL
 from ...config.resolve import StackPlan
 from ...render import netpol
-from ...render.core import common_labels, override_value, tpu_host_resources, tpu_toleration, with_baseline_security
+from ...render.core import (
+    JOBSET_EXCLUSIVE,
+    common_labels,
+    override_value,
+    tpu_host_resources,
+    tpu_toleration,
+    with_baseline_security,
+)
 from .spec import IMAGE_NAME, multislice_plan, run_name, settings
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
-EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 REPLICATED_JOB = "slice"
 CONTAINER = "maxtext"
 COMPONENT = "maxtext-trainer"
@@ -127,7 +133,7 @@ def render_jobset(stack: StackPlan) -> dict[str, Any]:
             "name": run_name(config),
             "namespace": config.namespace,
             "labels": common_labels(config.stack, COMPONENT),
-            "annotations": {EXCLUSIVE_TOPOLOGY: NODEPOOL_LABEL},
+            "annotations": {JOBSET_EXCLUSIVE: NODEPOOL_LABEL},
         },
         "spec": {
             # Any slice's failure restarts every slice (RestartJobSet): they run one program.

@@ -31,11 +31,13 @@ from typing import Any
 
 from ...catalog.models import MODELS
 from ...catalog.tpu import NODEPOOL_LABEL
+from ...config import naming
 from ...config.resolve import StackPlan
 from ...policy.checks import PRIVILEGED_TPU_ANNOTATION, PRIVILEGED_TPU_REASON
 from ...render import netpol
 from ...render.core import (
     INTERNAL_LB_ANNOTATION,
+    JOBSET_EXCLUSIVE,
     common_labels,
     tpu_host_resources,
     tpu_toleration,
@@ -59,11 +61,6 @@ TPU_RUNTIME_PORT = 8471
 # The admin image appends this to gs://$GSBUCKET; the model and HTTP servers get the same root as SAX_ROOT.
 SAX_ROOT_DIR = "sax-root"
 
-# components/platform/gke.py names the CPU system pool "system"; the CPU servers are pinned to it
-# (tests/test_saxml.py checks the two agree).
-SYSTEM_POOL = "system"
-# JobSet: each replicated Job gets a node pool of its own (one slice per model server).
-EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 
 # Python module of each Saxml servable class in the model catalog (google/saxml
 # saxml/server/pax/lm/params/lm_cloud.py); the class itself comes from the catalog.
@@ -173,7 +170,7 @@ def _cpu_server(
                 "metadata": {"labels": common_labels(stack.config.stack, name)},
                 "spec": {
                     "serviceAccountName": service_account,
-                    "nodeSelector": {NODEPOOL_LABEL: SYSTEM_POOL},
+                    "nodeSelector": {NODEPOOL_LABEL: naming.SYSTEM_POOL},
                     "containers": [
                         {
                             "name": name,
@@ -260,7 +257,7 @@ def render_model_servers(stack: StackPlan, *, namespace: str, service_account: s
         "kind": "JobSet",
         "metadata": {
             **_meta(stack, MODEL_SERVER_SET_NAME, namespace, component),
-            "annotations": {EXCLUSIVE_TOPOLOGY: NODEPOOL_LABEL},
+            "annotations": {JOBSET_EXCLUSIVE: NODEPOOL_LABEL},
         },
         "spec": {
             "failurePolicy": failure_policy,
@@ -402,7 +399,7 @@ def render_publish_job(stack: StackPlan, *, namespace: str) -> dict[str, Any]:
                     "restartPolicy": "Never",
                     # Talks only to the HTTP server; no Google or Kubernetes API access needed.
                     "automountServiceAccountToken": False,
-                    "nodeSelector": {NODEPOOL_LABEL: SYSTEM_POOL},
+                    "nodeSelector": {NODEPOOL_LABEL: naming.SYSTEM_POOL},
                     "securityContext": {
                         "runAsNonRoot": True,
                         "runAsUser": 65534,

@@ -40,6 +40,7 @@ from ...render.core import (
     AUTH_ANNOTATION,
     AUTH_PATHS_ANNOTATION,
     INTERNAL_LB_ANNOTATION,
+    LWS_EXCLUSIVE,
     OPEN_PATHS_ANNOTATION,
     common_labels,
     tpu_host_resources,
@@ -81,7 +82,6 @@ and no PodMonitoring, only by the Ray group's NetworkPolicy."""
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 """Set by the LWS controller on every pod of a group; "0" is the leader (lws docs, "Labels")."""
-EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 """One LWS group per value of the named node label (lws docs, "Exclusive placement"): a group per slice."""
 RAY_PORT = 6379  # Ray GCS port of the head (vllm examples/online_serving/multi-node-serving.sh ray_port)
 RAY_JOIN_TIMEOUT_SECONDS = 1800  # workers start before the leader's Ray head; upstream's script waits 300 s
@@ -448,7 +448,7 @@ def render_lws(plan: StackPlan, *, namespace: str, service_account: str, bucket_
             "namespace": namespace,
             "labels": common_labels(stack, NAME),
             # One group per slice: a group's pods land on one node pool (the slice's hosts).
-            "annotations": {EXCLUSIVE_TOPOLOGY: NODEPOOL_LABEL},
+            "annotations": {LWS_EXCLUSIVE: NODEPOOL_LABEL},
         },
         "spec": {
             "replicas": config.tpu.slices,
