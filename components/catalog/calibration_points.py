@@ -472,38 +472,40 @@ _PCP_BENCH = (
     "section a table is in. If these hold the all-reduce, the kernel alone is up to ~20% faster than taken here"
 )
 
-ATTENTION_KERNEL_RUNS: tuple[AttentionKernelRun, ...] = (
-    *(
-        AttentionKernelRun(
-            source=f"{_PCP_BENCH}; table 'Qwen3.5: NQ=32 NKV=2 HD=256, 8 devices, CH=4k, KV bfloat16'",
-            date="2026-08-27",
-            generation="tpu7x",
-            devices=8,
-            q_heads=32,
-            kv_heads=2,
-            head_dim=256,
-            chunk_tokens=4096,
-            context_tokens=k * 1024,
-            seconds=ms / 1000,
-        )
-        for k, ms in ((16, 2.13), (32, 6.28), (64, 21.58), (128, 80.56), (256, 309.90), (512, 1223.03), (1024, 4839.28))
+_KERNEL_TABLES = (
+    # (which table, q heads, kv heads, head_dim, (prompt in k tokens, ms) rows)
+    (
+        "table 'Qwen3.5: NQ=32 NKV=2 HD=256, 8 devices, CH=4k, KV bfloat16'",
+        32,
+        2,
+        256,
+        ((16, 2.13), (32, 6.28), (64, 21.58), (128, 80.56), (256, 309.90), (512, 1223.03), (1024, 4839.28)),
     ),
-    *(
-        AttentionKernelRun(
-            source=f"{_PCP_BENCH}; the table before 'Gemma4-31B', with Qwen3-Coder-480B's head shape (NQ=96 NKV=8 "
-            "HD=128, the script's second MODEL_CONFIGS entry; its title line is not in the excerpt read)",
-            date="2026-08-27",
-            generation="tpu7x",
-            devices=8,
-            q_heads=96,
-            kv_heads=8,
-            head_dim=128,
-            chunk_tokens=4096,
-            context_tokens=k * 1024,
-            seconds=ms / 1000,
-        )
-        for k, ms in ((64, 68.15), (128, 248.81), (256, 943.75), (512, 3667.06), (1024, 14433.48))
+    (
+        "the table before 'Gemma4-31B', with Qwen3-Coder-480B's head shape (NQ=96 NKV=8 HD=128, the script's "
+        "second MODEL_CONFIGS entry; its title line is not in the excerpt read)",
+        96,
+        8,
+        128,
+        ((64, 68.15), (128, 248.81), (256, 943.75), (512, 3667.06), (1024, 14433.48)),
     ),
+)
+
+ATTENTION_KERNEL_RUNS: tuple[AttentionKernelRun, ...] = tuple(
+    AttentionKernelRun(
+        source=f"{_PCP_BENCH}; {table}",
+        date="2026-08-27",
+        generation="tpu7x",
+        devices=8,
+        q_heads=q_heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        chunk_tokens=4096,
+        context_tokens=k * 1024,
+        seconds=ms / 1000,
+    )
+    for table, q_heads, kv_heads, head_dim, rows in _KERNEL_TABLES
+    for k, ms in rows
 )
 """The prefill attention kernel's published timings (2026-11: the only ones found that name the head
 shape, the devices and the chunk). Two head widths: at the prompts both time, a 128-wide head runs at
