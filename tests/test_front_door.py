@@ -28,22 +28,12 @@ from components.tools import report
 from components.tools.validate import GATEWAY_SCHEMAS, validate_all
 from components.workloads.vllm import render
 from tests.conftest import make_config, planned, planned_file
+from tests.test_vllm import VLLM as SINGLE  # one Llama 3.1 70B host
 
 PROXY = "10.129.0.0/23"
 INTERNAL = {"type": "gateway", "proxySubnet": {"cidr": PROXY}}
 PUBLIC = {**INTERNAL, "exposure": "public", "hostname": "llm.example.com"}
 
-SINGLE: dict[str, Any] = {
-    "tpu": {
-        "topology": "2x4",
-        "machineType": "ct6e-standard-8t",
-        "zone": "us-east5-b",
-        "autoscaling": {"minNodes": 1, "maxNodes": 2},
-    },
-    "buckets": {"models": {"purpose": "hf-weights-cache"}},
-    "identity": {"serviceAccount": "vllm", "bucketRoles": {"models": "roles/storage.objectUser"}},
-    "workload": {"kind": "vllm", "model": "llama3.1-70b", "maxTargetLength": 4096},
-}
 MULTI: dict[str, Any] = {
     "tpu": {"generation": "v6e", "topology": "4x8", "zone": "us-east5-b"},
     "buckets": {"models": {"purpose": "hf-weights-cache"}},

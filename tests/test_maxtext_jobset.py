@@ -255,6 +255,22 @@ def test_slices_that_do_not_divide_the_batch_exit_2(tmp_path: Path) -> None:
     _cli_refuses(tmp_path, _with(globalBatchSize=33), "gke-tpu-llm:workload.maxtextJobset.globalBatchSize")
 
 
+def test_maxtext_args_the_stack_derives_are_refused_each_with_its_fix() -> None:
+    """The MaxText kinds share one maxtextArgs check: a derived key, an ici_*/dcn_* degree and a key MaxText
+    cannot have each get their own problem and fix."""
+    from components.config.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        resolve_values(_with(maxtextArgs={"steps": 5, "dcn_data_parallelism": 2, "Bad-Key": 1}), STACK)
+    text = str(info.value)
+    assert "maxtextJobset.maxtextArgs.steps: 5 is derived by the stack" in text
+    assert "maxtextJobset.maxtextArgs.dcn_data_parallelism: 2 is parallelism" in text
+    assert "workload.maxtextJobset.dcnParallelism" in text
+    assert "maxtextJobset.maxtextArgs.Bad-Key" in text
+    assert "is not a MaxText config key" in text
+    resolve_values(_with(maxtextArgs={"log_period": 50}), STACK)  # any other MaxText key passes
+
+
 def test_an_unset_topology_exits_2_not_a_traceback(tmp_path: Path) -> None:
     """The global batch and the DCN x ICI mesh are derived from one pinned slice shape."""
     values = _with()

@@ -7,6 +7,8 @@ rules that need the kind's engine or the rest of the stack (mesh axis names, sli
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection, Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, model_validator
@@ -190,6 +192,51 @@ def serving_scenario(config: Any) -> ServingSpec | None:
     ``StackConfig`` (typed ``Any`` because the stack config imports this module)."""
     workload: WorkloadBase = config.workload
     return workload.serving
+
+
+MAXTEXT_KEY = re.compile(r"[a-z_][a-z0-9_]*")
+"""A MaxText config key as its base.yml spells it."""
+
+
+def maxtext_arg_rules(
+    prefix: str, args: Mapping[str, object], derived: Collection[str], *, derived_fix: str, parallelism_fix: str
+) -> list[dict[str, Any]]:
+    """One rule per ``maxtextArgs`` key (at ``prefix``.key) a MaxText kind refuses: not a MaxText key, a key
+    the stack derives (``derived``: setting it would configure one fact twice), or an ici_*/dcn_*
+    parallelism degree, which the capacity planner derives and verifies."""
+    rules: list[dict[str, Any]] = []
+    for key in sorted(args):
+        if not MAXTEXT_KEY.fullmatch(key):
+            rules.append(
+                rule(
+                    f"{prefix}.{key}",
+                    key,
+                    "is not a MaxText config key",
+                    "lowercase letters, digits and '_'",
+                    "use the key as MaxText's base.yml spells it",
+                )
+            )
+        elif key in derived:
+            rules.append(
+                rule(
+                    f"{prefix}.{key}",
+                    args[key],
+                    "is derived by the stack",
+                    "keys other than " + ", ".join(sorted(derived)),
+                    derived_fix,
+                )
+            )
+        elif key.startswith(("ici_", "dcn_")):
+            rules.append(
+                rule(
+                    f"{prefix}.{key}",
+                    args[key],
+                    "is parallelism, which the capacity planner derives and verifies",
+                    "no ici_*/dcn_* keys",
+                    parallelism_fix,
+                )
+            )
+    return rules
 
 
 W = TypeVar("W", bound=WorkloadBase)

@@ -40,6 +40,25 @@ def tpu_host_resources(chips_per_host: int) -> dict[str, dict[str, str]]:
     return {"requests": {TPU_RESOURCE: chips}, "limits": {TPU_RESOURCE: chips}}
 
 
+def slice_replicated_job(name: str, *, slices: int, hosts: int, pod_template: dict[str, Any]) -> dict[str, Any]:
+    """A JobSet replicated Job for a program that spans whole slices: one Job per slice, one indexed pod per
+    host. One failed host breaks the slice's program, so its Job fails at once (``backoffLimit: 0``) and the
+    JobSet's failure policy restarts the set."""
+    return {
+        "name": name,
+        "replicas": slices,
+        "template": {
+            "spec": {
+                "parallelism": hosts,
+                "completions": hosts,
+                "backoffLimit": 0,
+                "completionMode": "Indexed",
+                "template": pod_template,
+            }
+        },
+    }
+
+
 def common_labels(stack: str, component: str) -> dict[str, str]:
     """Recommended Kubernetes labels; ``instance`` = stack so one selector finds a stack's objects."""
     return {

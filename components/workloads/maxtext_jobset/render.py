@@ -36,6 +36,7 @@ from ...render.core import (
     JOBSET_EXCLUSIVE,
     common_labels,
     override_value,
+    slice_replicated_job,
     tpu_host_resources,
     tpu_toleration,
     with_baseline_security,
@@ -141,20 +142,12 @@ def render_jobset(stack: StackPlan) -> dict[str, Any]:
             # Stable pod hostnames for the JAX coordinator (JobSet's headless Service).
             "network": {"enableDNSHostnames": True},
             "replicatedJobs": [
-                {
-                    "name": REPLICATED_JOB,
-                    "replicas": config.tpu.slices,
-                    "template": {
-                        "spec": {
-                            "parallelism": tpu.hosts,
-                            "completions": tpu.hosts,
-                            # One failed host breaks the slice's program: fail its Job at once.
-                            "backoffLimit": 0,
-                            "completionMode": "Indexed",
-                            "template": {"metadata": {"labels": common_labels(config.stack, COMPONENT)}, "spec": pod},
-                        }
-                    },
-                }
+                slice_replicated_job(
+                    REPLICATED_JOB,
+                    slices=config.tpu.slices,
+                    hosts=tpu.hosts,
+                    pod_template={"metadata": {"labels": common_labels(config.stack, COMPONENT)}, "spec": pod},
+                )
             ],
         },
     }

@@ -9,7 +9,6 @@ often the JobSet restarts after a lost slice.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
@@ -23,7 +22,7 @@ from ...config.errors import NAMESPACE, ConfigError, Violation, rule
 from ...config.front_door import refuse_gateway
 from ...config.gke_rules import pinned_at_least
 from ...config.isolation import Claim, identity_namespace_claim
-from ...config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
+from ...config.workload import KIND_DESCRIPTION, WorkloadBase, maxtext_arg_rules, workload_as
 
 if TYPE_CHECKING:
     from ...config.resolve import StackPlan
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
 IMAGE_NAME = "maxtext-tpu-pre-training"
 """Row of the image catalog (``components/catalog/images.json``): MaxText's release pre-training image, the
 one its multi-tier checkpointing guide runs (``us-docker.pkg.dev/cloud-tpu-images/maxtext-images/tpu_pre_training``)."""
-MAXTEXT_KEY = re.compile(r"^[a-z_][a-z0-9_]*$")
 DERIVED_MAXTEXT_KEYS = frozenset(
     {
         "base_output_directory",
@@ -169,17 +167,13 @@ class MaxTextJobsetSpec(Spec):
             rules.append(
                 rule(f"{SECTION}.imageTag", self.image_tag, "is not in the image catalog", ", ".join(tags), "use a catalog tag")
             )
-        for key in self.maxtext_args:
-            if key in DERIVED_MAXTEXT_KEYS or key.startswith(("ici_", "dcn_")) or not MAXTEXT_KEY.match(key):
-                rules.append(
-                    rule(
-                        f"{SECTION}.maxtextArgs.{key}",
-                        self.maxtext_args[key],
-                        "is derived by the stack or not a key",
-                        "other MaxText keys",
-                        "remove it (set the stack key that derives it)",
-                    )
-                )
+        rules += maxtext_arg_rules(
+            f"{SECTION}.maxtextArgs",
+            self.maxtext_args,
+            DERIVED_MAXTEXT_KEYS,
+            derived_fix=f"remove it (set the stack key that derives it: workload.*, {SECTION}.*)",
+            parallelism_fix=f"set {SECTION}.dcnParallelism (across slices) or gke-tpu-llm:workload.parallelism instead",
+        )
         dcn = self.dcn_parallelism or {}
         product = 1
         for size in dcn.values():

@@ -13,7 +13,6 @@ Rules that need the rest of the stack (the bucket key, its role, the slice count
 from __future__ import annotations
 
 import hashlib
-import re
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -26,7 +25,7 @@ from ...config.base import BucketNeed, Spec
 from ...config.errors import raise_rules, rule
 from ...config.front_door import refuse_gateway
 from ...config.isolation import Claim
-from ...config.workload import KIND_DESCRIPTION, WorkloadBase, workload_as
+from ...config.workload import KIND_DESCRIPTION, WorkloadBase, maxtext_arg_rules, workload_as
 
 if TYPE_CHECKING:
     from ...config.stack import StackConfig
@@ -38,7 +37,6 @@ TAG_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 RUN_NAME_PATTERN = r"^[a-z]([-a-z0-9]{0,45}[a-z0-9])?$"
 """The run name is also the RayJob's name: a DNS-1035 label of at most 47 characters (KubeRay's
 MaxRayJobNameLength), which also makes it a safe MaxText run_name and GCS path segment."""
-MAXTEXT_KEY = re.compile(r"^[a-z_][a-z0-9_]*$")
 BUILT_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}@sha256:[a-f0-9]{64}$"
 """``<tag>@sha256:<digest>``: what the build pushed (``MaxTextRayImageSpec.built``)."""
 
@@ -238,38 +236,13 @@ class MaxTextRaySpec(Spec):
 
     @model_validator(mode="after")
     def _args(self) -> MaxTextRaySpec:
-        rules: list[dict[str, Any]] = []
-        for key in sorted(self.maxtext_args):
-            if not MAXTEXT_KEY.match(key):
-                rules.append(
-                    rule(
-                        f"maxtextArgs.{key}",
-                        key,
-                        "is not a MaxText config key",
-                        "lowercase letters, digits and '_'",
-                        "use the key as MaxText's base.yml spells it",
-                    )
-                )
-            elif key in DERIVED_MAXTEXT_KEYS:
-                rules.append(
-                    rule(
-                        f"maxtextArgs.{key}",
-                        self.maxtext_args[key],
-                        "is derived by the stack",
-                        "keys other than " + ", ".join(sorted(DERIVED_MAXTEXT_KEYS)),
-                        "set it through its own key (workload.*, workload.maxtextRay.*) instead",
-                    )
-                )
-            elif key.startswith(("ici_", "dcn_")):
-                rules.append(
-                    rule(
-                        f"maxtextArgs.{key}",
-                        self.maxtext_args[key],
-                        "is parallelism, which the capacity planner derives and verifies",
-                        "no ici_*/dcn_* keys",
-                        "set gke-tpu-llm:workload.parallelism (e.g. {fsdp: 4, tensor: 4}) instead",
-                    )
-                )
+        rules = maxtext_arg_rules(
+            "maxtextArgs",
+            self.maxtext_args,
+            DERIVED_MAXTEXT_KEYS,
+            derived_fix="set it through its own key (workload.*, workload.maxtextRay.*) instead",
+            parallelism_fix="set gke-tpu-llm:workload.parallelism (e.g. {fsdp: 4, tensor: 4}) instead",
+        )
         raise_rules(rules)
         return self
 

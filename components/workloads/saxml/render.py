@@ -39,6 +39,7 @@ from ...render.core import (
     INTERNAL_LB_ANNOTATION,
     JOBSET_EXCLUSIVE,
     common_labels,
+    slice_replicated_job,
     tpu_host_resources,
     tpu_toleration,
     with_baseline_security,
@@ -262,29 +263,21 @@ def render_model_servers(stack: StackPlan, *, namespace: str, service_account: s
         "spec": {
             "failurePolicy": failure_policy,
             "replicatedJobs": [
-                {
-                    "name": MODEL_SERVER_JOB_NAME,
-                    "replicas": stack.config.tpu.slices,
-                    "template": {
+                slice_replicated_job(
+                    MODEL_SERVER_JOB_NAME,
+                    slices=stack.config.tpu.slices,
+                    hosts=tpu.hosts,
+                    pod_template={
+                        "metadata": _model_server_pod_metadata(stack, component, privileged=spec.model_server_privileged),
                         "spec": {
-                            "parallelism": tpu.hosts,
-                            "completions": tpu.hosts,
-                            # One failed host breaks the slice's program: fail the Job at once.
-                            "backoffLimit": 0,
-                            "completionMode": "Indexed",
-                            "template": {
-                                "metadata": _model_server_pod_metadata(stack, component, privileged=spec.model_server_privileged),
-                                "spec": {
-                                    "serviceAccountName": service_account,
-                                    "restartPolicy": "Never",
-                                    "nodeSelector": dict(tpu.node_selector),
-                                    "tolerations": [tpu_toleration()],
-                                    "containers": [container],
-                                },
-                            },
-                        }
+                            "serviceAccountName": service_account,
+                            "restartPolicy": "Never",
+                            "nodeSelector": dict(tpu.node_selector),
+                            "tolerations": [tpu_toleration()],
+                            "containers": [container],
+                        },
                     },
-                }
+                )
             ],
         },
     }
